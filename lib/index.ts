@@ -1,0 +1,24 @@
+export { RateLimitModule } from './rate-limit.module.js';
+export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
+export { RateLimitGuard } from './rate-limit.guard.js';
+export { RateLimitService, type ConsumeOptions } from './rate-limit.service.js';
+export { RateLimitException } from './rate-limit.exception.js';
+export { RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
+export {
+  type RateLimitModuleOptions,
+  type RateLimitRootOptions,
+  type RateLimitModuleAsyncOptions,
+  type RateLimitOptionsFactory,
+  type ResolvedRateLimitOptions,
+  type RedisConnection,
+} from './rate-limit.options.js';
+export {
+  RateLimitConfigError,
+  type Duration,
+  type RateLimitPolicy,
+  type ResolvedPolicy,
+} from './rate-limit.policy.js';
+export { type HeaderMode } from './http/headers.js';
+export { RateLimitStore, type RateLimitDecision, type Clock } from './stores/store.interface.js';
+export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.store.js';
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory/memory.store.js';

@@ -1,0 +1,55 @@
+import { createHash } from 'node:crypto';
+import { type ResolvedPolicy } from '../rate-limit.policy.js';
+
+// Characters that would make two different (route, tracker) pairs spell the same key, break the
+// Redis hash tag, or garble logs. Surrogates are escaped too: a lone one turns into U+FFFD when
+// sent as UTF-8, so two different strings could otherwise reach Redis as the same bytes.
+const UNSAFE = /[%{}|#\u0000-\u001f\u007f\ud800-\udfff]/;
+const UNSAFE_ALL = new RegExp(UNSAFE.source, 'g');
+
+/** Longest encoded part kept readable; longer ones are replaced by a digest. */
+export const MAX_KEY_PART = 200;
+
+/**
+ * Encodes one key component so that the mapping is injective and the result is short:
+ * unsafe characters become `%XX` / `%uXXXX`, and anything longer than {@link MAX_KEY_PART}
+ * becomes `#` + a SHA-256 digest (a literal part can never start with `#`).
+ */
+export function encodeKeyPart(value: string): string {
+  const escaped = UNSAFE.test(value) ? value.replace(UNSAFE_ALL, escapeChar) : value;
+  if (escaped.length <= MAX_KEY_PART) return escaped;
+  return '#' + createHash('sha256').update(escaped).digest('base64url');
+}
+
+function escapeChar(c: string): string {
+  const code = c.charCodeAt(0);
+  return code > 0xff
+    ? '%u' + code.toString(16).toUpperCase().padStart(4, '0')
+    : '%' + code.toString(16).toUpperCase().padStart(2, '0');
+}
+
+/**
+ * Builds keys of the form `<prefix>:{<route>|<tracker>}:<policy>` for HTTP routes and
+ * `<prefix>:{<key>}:<policy>` for `RateLimitService.consume`. Everything between the braces is
+ * the Redis Cluster hash tag, so all keys of one decision land in one slot.
+ */
+export class KeyBuilder {
+  constructor(private readonly prefix: string) {}
+
+  /** The constant parts of a route's keys, computed once per handler: `[head, tail]`. */
+  routeParts(route: string, policySuffix: string): readonly [string, string] {
+    return [`${this.prefix}:{${encodeKeyPart(route)}|`, `}:${policySuffix}`];
+  }
+
+  /** A key for programmatic use; the missing `|` keeps it apart from every route key. */
+  forKey(key: string, policySuffix: string): string {
+    return `${this.prefix}:{${encodeKeyPart(key)}}:${policySuffix}`;
+  }
+}
+
+const ALGORITHM_CODE: Record<ResolvedPolicy['algorithm'], string> = { 'sliding-window': 'sw' };
+
+/** Tells policies apart within one route, and keeps a changed algorithm off the old key's type. */
+export function policySuffix(policy: ResolvedPolicy): string {
+  return `${ALGORITHM_CODE[policy.algorithm]}:${policy.name}`;
+}

@@ -1,0 +1,10 @@
+/** Metadata key for the policy set by `@RateLimit()`. */
+export const RATE_LIMIT_POLICY = Symbol('rate-limit:policy');
+/** Metadata key set by `@SkipRateLimit()`. */
+export const RATE_LIMIT_SKIP = Symbol('rate-limit:skip');
+/** Injection token for the validated, frozen module options (`ResolvedRateLimitOptions`). */
+export const RATE_LIMIT_OPTIONS = Symbol('RATE_LIMIT_OPTIONS');
+/** The options as the user gave them, before validation. */
+export const RATE_LIMIT_RAW_OPTIONS = Symbol('RATE_LIMIT_RAW_OPTIONS');
+/** The store plus whether the module created it (and so must close it). */
+export const RATE_LIMIT_STORE_HANDLE = Symbol('RATE_LIMIT_STORE_HANDLE');

@@ -1,0 +1,16 @@
+import { HttpException, HttpStatus } from '@nestjs/common';
+import { type RateLimitDecision } from './stores/store.interface.js';
+
+/**
+ * Thrown by the guard when a request is over its limit. It is a plain `HttpException` (429),
+ * so the application's exception filters see it like any other.
+ */
+export class RateLimitException extends HttpException {
+  constructor(
+    message: string,
+    /** The decision that rejected the request. */
+    readonly decision: RateLimitDecision,
+  ) {
+    super({ statusCode: HttpStatus.TOO_MANY_REQUESTS, message }, HttpStatus.TOO_MANY_REQUESTS);
+  }
+}

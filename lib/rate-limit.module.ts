@@ -1,0 +1,141 @@
+import {
+  type DynamicModule,
+  Global,
+  Inject,
+  Logger,
+  Module,
+  type OnApplicationShutdown,
+  type Provider,
+} from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import {
+  RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_RAW_OPTIONS,
+  RATE_LIMIT_STORE_HANDLE,
+} from './rate-limit.constants.js';
+import { RateLimitGuard } from './rate-limit.guard.js';
+import {
+  type RateLimitModuleAsyncOptions,
+  type RateLimitModuleOptions,
+  type RateLimitOptionsFactory,
+  type RateLimitRootOptions,
+  resolveOptions,
+} from './rate-limit.options.js';
+import { configError } from './rate-limit.policy.js';
+import { RateLimitService } from './rate-limit.service.js';
+import { createStore, type StoreHandle } from './stores/create-store.js';
+import { RateLimitStore } from './stores/store.interface.js';
+
+const derivedProviders: Provider[] = [
+  {
+    provide: RATE_LIMIT_OPTIONS,
+    useFactory: (raw: RateLimitModuleOptions) => resolveOptions(raw),
+    inject: [RATE_LIMIT_RAW_OPTIONS],
+  },
+  {
+    provide: RATE_LIMIT_STORE_HANDLE,
+    // Depends on the resolved options so invalid options fail before any client is created.
+    useFactory: (raw: RateLimitModuleOptions) => createStore(raw),
+    inject: [RATE_LIMIT_RAW_OPTIONS, RATE_LIMIT_OPTIONS],
+  },
+  {
+    provide: RateLimitStore,
+    useFactory: (handle: StoreHandle) => handle.store,
+    inject: [RATE_LIMIT_STORE_HANDLE],
+  },
+  RateLimitGuard,
+  RateLimitService,
+];
+
+const exported = [RATE_LIMIT_OPTIONS, RateLimitStore, RateLimitGuard, RateLimitService];
+
+/**
+ * Rate limiting for a Nest application, shared by every instance through Redis or kept in
+ * memory. The module is global: import it once, in the root module.
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [RateLimitModule.forRoot({ redis: process.env.REDIS_URL })],
+ *   controllers: [HelloController],
+ * })
+ * export class AppModule {}
+ * ```
+ */
+@Global()
+@Module({})
+export class RateLimitModule implements OnApplicationShutdown {
+  private readonly logger = new Logger('RateLimit');
+
+  constructor(@Inject(RATE_LIMIT_STORE_HANDLE) private readonly handle: StoreHandle) {}
+
+  /** Configures the module from static options. */
+  static forRoot(options: RateLimitRootOptions = {}): DynamicModule {
+    const { globalGuard, ...moduleOptions } = options;
+    return this.assemble(
+      [{ provide: RATE_LIMIT_RAW_OPTIONS, useValue: moduleOptions }],
+      [],
+      globalGuard,
+    );
+  }
+
+  /**
+   * Configures the module from options created at bootstrap, e.g. from `ConfigService`.
+   *
+   * @example
+   * ```ts
+   * RateLimitModule.forRootAsync({
+   *   imports: [ConfigModule],
+   *   inject: [ConfigService],
+   *   useFactory: (config: ConfigService) => ({ redis: config.get('REDIS_URL') }),
+   * });
+   * ```
+   */
+  static forRootAsync(options: RateLimitModuleAsyncOptions): DynamicModule {
+    const where = 'RateLimitModule.forRootAsync';
+    const ways = [options?.useFactory, options?.useClass, options?.useExisting].filter(Boolean);
+    if (ways.length !== 1) {
+      throw configError(
+        where,
+        'options',
+        `${ways.length} of them`,
+        'exactly one of useFactory, useClass, useExisting',
+      );
+    }
+    const providers: Provider[] = [];
+    if (options.useFactory) {
+      providers.push({
+        provide: RATE_LIMIT_RAW_OPTIONS,
+        useFactory: options.useFactory,
+        inject: options.inject ?? [],
+      });
+    } else {
+      const factoryClass = (options.useClass ?? options.useExisting)!;
+      if (options.useClass) providers.push({ provide: factoryClass, useClass: factoryClass });
+      providers.push({
+        provide: RATE_LIMIT_RAW_OPTIONS,
+        useFactory: (factory: RateLimitOptionsFactory) => factory.createRateLimitOptions(),
+        inject: [factoryClass],
+      });
+    }
+    return this.assemble(providers, options.imports ?? [], options.globalGuard);
+  }
+
+  private static assemble(
+    optionProviders: Provider[],
+    imports: NonNullable<DynamicModule['imports']>,
+    globalGuard = true,
+  ): DynamicModule {
+    const providers = [...optionProviders, ...derivedProviders];
+    if (globalGuard) providers.push({ provide: APP_GUARD, useExisting: RateLimitGuard });
+    return { module: RateLimitModule, global: true, imports, providers, exports: exported };
+  }
+
+  onApplicationBootstrap(): void {
+    this.logger.log(`Using the ${this.handle.kind} store`);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.handle.owned) await this.handle.store.close?.();
+  }
+}

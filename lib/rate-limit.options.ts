@@ -1,0 +1,109 @@
+import { type ExecutionContext, type ModuleMetadata, type Type } from '@nestjs/common';
+import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
+import { HEADER_MODES, type HeaderMode } from './http/headers.js';
+import { configError } from './rate-limit.policy.js';
+import { type Clock, type RateLimitStore } from './stores/store.interface.js';
+
+/** An ioredis client or cluster, ioredis options, or a `redis://` URL. */
+export type RedisConnection = Redis | Cluster | RedisOptions | string;
+
+/** Options for `RateLimitModule.forRoot()` and the factories of `forRootAsync()`. */
+export interface RateLimitModuleOptions {
+  /**
+   * Where shared state lives. A client you pass stays open on shutdown; a client the module
+   * creates from options or a URL is closed. Omit both `redis` and `store` for the in-memory store.
+   */
+  redis?: RedisConnection;
+  /** A custom store instead of `redis`. */
+  store?: RateLimitStore;
+  /** Prefix of every key. Default `'rate-limit'`. */
+  keyPrefix?: string;
+  /**
+   * Who a request counts against. Default: `req.user.id`, else `req.user.sub`, else the client
+   * IP (honouring Express `trust proxy`).
+   */
+  getTracker?: (context: ExecutionContext) => string | Promise<string>;
+  /** Rate-limit headers on limited routes. Default `'ietf'`. */
+  headers?: HeaderMode;
+  /** `message` of the 429 body. Default `'Too Many Requests'`. */
+  errorMessage?: string;
+  /** IPv6 clients are grouped by this prefix length. Default 64. */
+  ipv6Subnet?: number;
+  /**
+   * Test clock in milliseconds for the stores the module creates. Tests only: in production the
+   * Redis store reads Redis `TIME`, one clock for every instance.
+   */
+  clock?: Clock;
+}
+
+/** `forRoot()` options: the module options plus whether the guard is global. */
+export interface RateLimitRootOptions extends RateLimitModuleOptions {
+  /** Register `RateLimitGuard` as a global guard. Default `true`. */
+  globalGuard?: boolean;
+}
+
+/** A class that creates the options, for `forRootAsync({ useClass })`. */
+export interface RateLimitOptionsFactory {
+  createRateLimitOptions(): RateLimitModuleOptions | Promise<RateLimitModuleOptions>;
+}
+
+/** `forRootAsync()` options. */
+export interface RateLimitModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  // Nest's own provider typing: injected values arrive as `any`.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  useFactory?: (...args: any[]) => RateLimitModuleOptions | Promise<RateLimitModuleOptions>;
+  inject?: Array<string | symbol | Type<unknown>>;
+  useClass?: Type<RateLimitOptionsFactory>;
+  useExisting?: Type<RateLimitOptionsFactory>;
+  /** Register `RateLimitGuard` as a global guard. Default `true`. */
+  globalGuard?: boolean;
+}
+
+/** Module options after validation; what the guard and service read. */
+export interface ResolvedRateLimitOptions {
+  readonly keyPrefix: string;
+  readonly getTracker: RateLimitModuleOptions['getTracker'];
+  readonly headers: HeaderMode;
+  readonly errorMessage: string;
+  readonly ipv6Subnet: number;
+}
+
+export const DEFAULT_KEY_PREFIX = 'rate-limit';
+export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
+
+/** Validates options once, at bootstrap, into a frozen form the hot path never re-checks. */
+export function resolveOptions(raw: RateLimitModuleOptions | undefined): ResolvedRateLimitOptions {
+  const where = 'RateLimitModule options';
+  if (raw == null || typeof raw !== 'object') throw configError(where, 'options', raw, 'an object');
+  const keyPrefix = raw.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  if (typeof keyPrefix !== 'string' || /[{}\s]/.test(keyPrefix)) {
+    throw configError(where, 'keyPrefix', keyPrefix, 'a string without braces or spaces');
+  }
+  const headers = raw.headers ?? 'ietf';
+  if (!HEADER_MODES.includes(headers)) {
+    throw configError(where, 'headers', headers, `one of ${HEADER_MODES.join(', ')}`);
+  }
+  const errorMessage = raw.errorMessage ?? DEFAULT_ERROR_MESSAGE;
+  if (typeof errorMessage !== 'string')
+    throw configError(where, 'errorMessage', errorMessage, 'a string');
+  if (raw.getTracker !== undefined && typeof raw.getTracker !== 'function') {
+    throw configError(where, 'getTracker', raw.getTracker, 'a function');
+  }
+  const ipv6Subnet = raw.ipv6Subnet ?? 64;
+  if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
+    throw configError(where, 'ipv6Subnet', ipv6Subnet, 'an integer from 1 to 128');
+  }
+  if (raw.redis !== undefined && raw.store !== undefined) {
+    throw configError(where, 'store', 'a store', 'omitted when redis is given (pick one)');
+  }
+  if (raw.clock !== undefined && typeof raw.clock !== 'function') {
+    throw configError(where, 'clock', raw.clock, 'a function returning milliseconds');
+  }
+  return Object.freeze({
+    keyPrefix,
+    getTracker: raw.getTracker,
+    headers,
+    errorMessage,
+    ipv6Subnet,
+  });
+}
