@@ -77,12 +77,13 @@ export function resolvePolicy(policy: RateLimitPolicy | undefined, where: string
   ) {
     throw configError(where, 'policy', policy, 'an object like { period: 30, threshold: 2 }');
   }
-  const periodMs = parseDuration(policy?.period ?? DEFAULT_PERIOD_SECONDS, 'period', where);
-  const threshold = policy?.threshold ?? DEFAULT_THRESHOLD;
+  // Only a missing field takes the default; an explicit null is a mistake worth reporting.
+  const periodMs = parseDuration(valueOr(policy?.period, DEFAULT_PERIOD_SECONDS), 'period', where);
+  const threshold = valueOr(policy?.threshold, DEFAULT_THRESHOLD);
   if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
     throw configError(where, 'threshold', threshold, 'a positive integer');
   }
-  const name = policy?.name ?? `${threshold}-per-${formatDuration(periodMs)}`;
+  const name = valueOr(policy?.name, `${threshold}-per-${formatDuration(periodMs)}`);
   if (typeof name !== 'string' || !NAME.test(name)) {
     throw configError(where, 'name', name, 'letters, digits and _ . - * only');
   }
@@ -115,4 +116,8 @@ function describe(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+function valueOr<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
 }

@@ -4,6 +4,7 @@ import { type ResolvedPolicy } from '../rate-limit.policy.js';
 // Characters that would make two different (route, tracker) pairs spell the same key, break the
 // Redis hash tag, or garble logs. Surrogates are escaped too: a lone one turns into U+FFFD when
 // sent as UTF-8, so two different strings could otherwise reach Redis as the same bytes.
+// eslint-disable-next-line no-control-regex -- control characters are exactly what must be escaped
 const UNSAFE = /[%{}|#\u0000-\u001f\u007f\ud800-\udfff]/;
 const UNSAFE_ALL = new RegExp(UNSAFE.source, 'g');
 

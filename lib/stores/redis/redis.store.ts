@@ -69,13 +69,21 @@ export class RedisStore implements RateLimitStore {
     };
   }
 
+  /** Closes the client if the store owns it, resolving once the connection has really ended. */
   async close(): Promise<void> {
-    if (!this.ownsClient) return;
+    if (!this.ownsClient || this.client.status === 'end') return;
+    if (this.client.status === 'wait') return this.client.disconnect();
+    const ended = new Promise<void>((resolve) => this.client.once('end', () => resolve()));
     try {
       await this.client.quit();
     } catch {
-      // Already closed or never connected: nothing left to release.
+      // Never connected, or the connection broke: drop it without waiting for a reply.
       this.client.disconnect();
     }
+    // Shutdown must finish even if the socket never reports its end.
+    let timer: NodeJS.Timeout | undefined;
+    const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000).unref()));
+    await Promise.race([ended, giveUp]);
+    clearTimeout(timer);
   }
 }

@@ -1,0 +1,232 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import {
+  Controller,
+  Get,
+  type INestApplication,
+  Injectable,
+  Module,
+  UseGuards,
+} from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import {
+  MemoryStore,
+  RateLimit,
+  RateLimitGuard,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+  type RateLimitOptionsFactory,
+  RateLimitService,
+  RateLimitStore,
+  RedisStore,
+} from '../../lib/index.js';
+import { STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
+import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
+import { CONTROLLERS } from './fixtures/controllers.js';
+
+const CONFIG = Symbol('CONFIG');
+
+@Module({ providers: [{ provide: CONFIG, useValue: { threshold: 2 } }], exports: [CONFIG] })
+class ConfigModule {}
+
+describe.each(STORE_KINDS)('module contract on the %s store', (kind) => {
+  const redis = useRedis(kind);
+  const apps: INestApplication[] = [];
+  const storeOptions = (): RateLimitModuleOptions =>
+    kind === 'redis' ? { redis: redis().url } : {};
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+
+  async function boot(
+    imports: unknown[],
+    controllers: Array<new () => object> = CONTROLLERS,
+  ): Promise<INestApplication> {
+    const ref = await Test.createTestingModule({
+      imports: imports as never[],
+      controllers,
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    apps.push(app);
+    return app;
+  }
+
+  it("reproduces the seed's is_action_allowed('laoqian', 'reply', 60, 5) loop through consume()", async () => {
+    const app = await boot([
+      RateLimitModule.forRoot({ ...storeOptions(), keyPrefix: uniquePrefix() }),
+    ]);
+    const limiter = app.get(RateLimitService);
+    const answers: boolean[] = [];
+    for (let i = 0; i < 6; i++) {
+      answers.push((await limiter.consume('laoqian:reply', { period: 60, threshold: 5 })).allowed);
+    }
+    expect(answers).toEqual([true, true, true, true, true, false]);
+    const last = await limiter.consume('laoqian:reply', { period: 60, threshold: 5 });
+    expect(last).toMatchObject({ allowed: false, limit: 5, remaining: 0 });
+    expect(last.retryAfterMs).toBeGreaterThan(59_000);
+    expect(last.retryAfterMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it('configures itself with forRootAsync, useFactory and inject', async () => {
+    const keyPrefix = uniquePrefix();
+    const app = await boot([
+      RateLimitModule.forRootAsync({
+        imports: [ConfigModule],
+        inject: [CONFIG],
+        useFactory: async (config: { threshold: number }) => {
+          await Promise.resolve();
+          return { ...storeOptions(), keyPrefix, errorMessage: `max ${config.threshold}` };
+        },
+      }),
+    ]);
+    const user = uniqueUser();
+    const hit = () => request(app.getHttpServer()).get('/hello/sayHi').set(USER_HEADER, user);
+    expect([(await hit()).status, (await hit()).status]).toEqual([200, 200]);
+    const third = await hit();
+    expect(third.status).toBe(429);
+    expect(third.body.message).toBe('max 2');
+    const consumed = await app.get(RateLimitService).consume('job', { threshold: 1 });
+    expect(consumed.allowed).toBe(true);
+  });
+
+  it('configures itself with forRootAsync and useClass', async () => {
+    const opts = { ...storeOptions(), keyPrefix: uniquePrefix(), headers: 'legacy' as const };
+    @Injectable()
+    class Options implements RateLimitOptionsFactory {
+      createRateLimitOptions() {
+        return opts;
+      }
+    }
+    const app = await boot([RateLimitModule.forRootAsync({ useClass: Options })]);
+    const res = await request(app.getHttpServer())
+      .get('/hello/sayHi')
+      .set(USER_HEADER, uniqueUser());
+    expect(res.headers['x-ratelimit-limit']).toBe('2');
+  });
+
+  it('honours globalGuard: false, limiting only where RateLimitGuard is attached', async () => {
+    @Controller('guarded')
+    @UseGuards(RateLimitGuard)
+    class GuardedController {
+      @RateLimit({ threshold: 1 })
+      @Get()
+      get() {
+        return 'ok';
+      }
+    }
+    const app = await boot(
+      [
+        RateLimitModule.forRoot({
+          ...storeOptions(),
+          keyPrefix: uniquePrefix(),
+          globalGuard: false,
+        }),
+      ],
+      [...CONTROLLERS, GuardedController],
+    );
+    const user = uniqueUser();
+    const hit = (path: string) => request(app.getHttpServer()).get(path).set(USER_HEADER, user);
+    const unguarded = [];
+    for (let i = 0; i < 4; i++) unguarded.push((await hit('/hello/sayHi')).status);
+    expect(unguarded).toEqual([200, 200, 200, 200]);
+    expect([(await hit('/guarded')).status, (await hit('/guarded')).status]).toEqual([200, 429]);
+  });
+
+  it('evicts or expires every key it writes once its window has passed', async () => {
+    const clock = new TestClock();
+    const keyPrefix = uniquePrefix();
+    const app = await boot([
+      RateLimitModule.forRoot({ ...storeOptions(), keyPrefix, clock: clock.now }),
+    ]);
+    const limiter = app.get(RateLimitService);
+    for (let i = 0; i < 300; i++)
+      await limiter.consume(`user-${i}`, { period: '2s', threshold: 3 });
+    await request(app.getHttpServer()).get('/hello/sayHi').set(USER_HEADER, uniqueUser());
+
+    if (kind === 'redis') {
+      const client = redis().client();
+      const keys = await client.keys(`${keyPrefix}:*`);
+      expect(keys).toHaveLength(301);
+      const ttls = await Promise.all(keys.map((k) => client.pttl(k)));
+      const byKey = Object.fromEntries(keys.map((k, i) => [k, ttls[i]]));
+      for (const [k, ttl] of Object.entries(byKey)) {
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(k.includes('sayHi') ? 30_000 : 2_000);
+      }
+    } else {
+      const store = app.get<MemoryStore>(RateLimitStore);
+      expect(store.size).toBe(301);
+      clock.advance(2_000);
+      for (let i = 0; i < 200; i++)
+        await limiter.consume('one-busy-key', { period: '2s', threshold: 1_000 });
+      expect(store.size).toBe(2);
+    }
+  });
+});
+
+describe('Redis: several app instances', () => {
+  const redis = useRedis('redis');
+  const apps: INestApplication[] = [];
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+
+  it('share one limit: two instances on one Redis allow the threshold in total', async () => {
+    const keyPrefix = uniquePrefix();
+    const [one, two] = await Promise.all([
+      createApp({ redis: redis().url, keyPrefix }),
+      createApp({ redis: redis().url, keyPrefix }),
+    ]);
+    apps.push(one, two);
+    const user = uniqueUser();
+    const codes = [];
+    for (const app of [one, two, one, two]) {
+      codes.push(
+        (await request(app.getHttpServer()).get('/hello/sayHi').set(USER_HEADER, user)).status,
+      );
+    }
+    expect(codes).toEqual([200, 200, 429, 429]);
+
+    const burst = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        request((i % 2 ? one : two).getHttpServer())
+          .get('/burst')
+          .set(USER_HEADER, user),
+      ),
+    );
+    expect(burst.filter((r) => r.status === 200)).toHaveLength(10);
+  });
+
+  it('closes a client it created and leaves a client it was given open', async () => {
+    const given = new Redis(redis().url);
+    const mine = await createApp({ redis: given, keyPrefix: uniquePrefix() });
+    const store = mine.get<RedisStore>(RateLimitStore);
+    expect(store.client).toBe(given);
+    await mine.close();
+    expect(await given.ping()).toBe('PONG');
+    await given.quit();
+
+    const owned = await createApp({ redis: redis().url, keyPrefix: uniquePrefix() });
+    const created = owned.get<RedisStore>(RateLimitStore).client;
+    expect(await created.ping()).toBe('PONG');
+    await owned.close();
+    expect(created.status).toBe('end');
+  });
+
+  it('uses ioredis options to create a client', async () => {
+    const app = await createApp({
+      redis: { host: '127.0.0.1', port: redis().port },
+      keyPrefix: uniquePrefix(),
+    });
+    apps.push(app);
+    const res = await request(app.getHttpServer())
+      .get('/hello/sayHi')
+      .set(USER_HEADER, uniqueUser());
+    expect(res.status).toBe(200);
+    expect(app.get<RedisStore>(RateLimitStore)).toBeInstanceOf(RedisStore);
+  });
+});

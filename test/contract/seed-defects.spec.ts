@@ -1,0 +1,183 @@
+/**
+ * Each test proves the sliding-window log avoids one defect of the source articles
+ * (../shared/seeds/README.md), named with the seed file it comes from.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { type INestApplication } from '@nestjs/common';
+import request from 'supertest';
+import { MemoryStore, RedisStore, type RateLimitStore } from '../../lib/index.js';
+import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
+import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
+
+const SEED_001 = '001_97de4ce48a58e2e4';
+const SEED_003 = '003_e81377d34d097bd0';
+const SEED_004 = '004_df9a5c683668138a';
+const policy = (period: number | string, threshold: number) =>
+  resolvePolicy({ period, threshold }, 'seed test');
+const newKey = () => `seed:{${randomUUID()}}`;
+
+describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
+  const redis = useRedis(kind);
+  const makeStore = (clock?: TestClock): RateLimitStore =>
+    kind === 'memory'
+      ? new MemoryStore({ clock: clock?.now })
+      : new RedisStore({ client: redis().client(), clock: clock?.now });
+
+  it(`${SEED_004}, ${SEED_003}, ${SEED_001}: member = timestamp collides — same-instant requests each count`, async () => {
+    const clock = new TestClock();
+    const store = makeStore(clock);
+    const key = newKey();
+    const p = policy(60, 5);
+    const answers = [];
+    for (let i = 0; i < 7; i++) answers.push((await store.consume(key, p, 1)).allowed);
+    // With member = timestamp, requests 2..7 would overwrite request 1 and all pass.
+    expect(answers).toEqual([true, true, true, true, true, false, false]);
+    if (kind === 'redis') {
+      const client = redis().client();
+      const members = await client.zrange(key, '0', '-1');
+      expect(members).toHaveLength(5);
+      expect(new Set(members).size).toBe(5);
+      expect(members.every((m) => /^\d+$/.test(m))).toBe(true);
+    }
+  });
+
+  it(`${SEED_003}: counts rejected requests — a client retrying while blocked is not locked out`, async () => {
+    const clock = new TestClock();
+    const store = makeStore(clock);
+    const key = newKey();
+    const p = policy('1s', 3);
+    for (let i = 0; i < 3; i++) await store.consume(key, p, 1);
+    // Retry every 10ms through 30 more windows; in the seed each retry is recorded and the block
+    // never ends. Here each window lets 3 through: at +1000, +1010, +1020 of it.
+    let allowedAfterWindow = 0;
+    for (let t = 10; t <= 30_020; t += 10) {
+      clock.advance(10);
+      if ((await store.consume(key, p, 1)).allowed) allowedAfterWindow++;
+    }
+    expect(allowedAfterWindow).toBe(90);
+  });
+
+  it(`${SEED_003}: adds the request before counting it — a rejection leaves no trace`, async () => {
+    const clock = new TestClock();
+    const store = makeStore(clock);
+    const key = newKey();
+    const p = policy(60, 2);
+    await store.consume(key, p, 1);
+    await store.consume(key, p, 1);
+    const rejected = await store.consume(key, p, 1);
+    expect(rejected.allowed).toBe(false);
+    // Had it been added, the oldest entry's exit would no longer be enough to let one in.
+    clock.advance(60_000);
+    expect(await store.consume(key, p, 1)).toMatchObject({ allowed: true, remaining: 1 });
+    if (kind === 'redis') expect(await redis().client().zcard(key)).toBe(1);
+  });
+
+  it(`${SEED_003}: O(N) memory — the log never holds more than threshold entries`, async () => {
+    const clock = new TestClock();
+    const store = makeStore(clock);
+    const key = newKey();
+    const p = policy('1s', 20);
+    for (let i = 0; i < 500; i++) {
+      clock.advance(13);
+      await store.consume(key, p, 1 + (i % 3));
+    }
+    if (kind === 'redis') expect(await redis().client().zcard(key)).toBeLessThanOrEqual(20);
+    const last = await store.consume(key, p, 1);
+    expect(last.limit - last.remaining).toBeLessThanOrEqual(20);
+  });
+
+  it(`${SEED_001}: the lock rejects instead of waiting — concurrent requests within the limit all pass`, async () => {
+    const store = makeStore();
+    const key = newKey();
+    const p = policy(60, 25);
+    const decisions = await Promise.all(Array.from({ length: 25 }, () => store.consume(key, p, 1)));
+    expect(decisions.every((d) => d.allowed)).toBe(true);
+  });
+});
+
+describe('seed defects that need Redis', () => {
+  const redis = useRedis('redis');
+
+  it(`${SEED_001}: read-modify-write races — separate clients hammering one key never exceed the limit`, async () => {
+    const stores = [0, 1, 2, 3].map(() => new RedisStore({ client: redis().client() }));
+    const key = newKey();
+    const p = policy(60, 17);
+    const decisions = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => stores[i % stores.length].consume(key, p, 1)),
+    );
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(17);
+    expect(await redis().client().zcard(key)).toBe(17);
+  });
+
+  it(`${SEED_004}: app-server clock — the Redis store reads Redis TIME, never the process clock`, async () => {
+    const client = redis().client();
+    const store = new RedisStore({ client });
+    const key = newKey();
+    const realDateNow = Date.now;
+    const realPerfNow = performance.now.bind(performance);
+    const serverMicros = async () => {
+      const [s, us] = await client.time();
+      return Number(s) * 1e6 + Number(us);
+    };
+    const before = await serverMicros();
+    try {
+      // An app server whose clock is a day off must not move the window.
+      Date.now = () => realDateNow() - 86_400_000;
+      performance.now = () => realPerfNow() - 86_400_000;
+      expect((await store.consume(key, policy(60, 2), 1)).allowed).toBe(true);
+    } finally {
+      Date.now = realDateNow;
+      performance.now = realPerfNow;
+    }
+    const after = await serverMicros();
+    const [, score] = await client.zrange(key, '0', '-1', 'WITHSCORES');
+    expect(Number(score)).toBeGreaterThanOrEqual(before);
+    expect(Number(score)).toBeLessThanOrEqual(after);
+  });
+
+  it(`${SEED_004}: no TTL in the Lua version — every write leaves a TTL of at most one window`, async () => {
+    const client = redis().client();
+    const store = new RedisStore({ client });
+    for (const [period, ms] of [
+      ['250ms', 250],
+      ['30s', 30_000],
+      ['1d', 86_400_000],
+    ] as const) {
+      const key = newKey();
+      await store.consume(key, policy(period, 2), 1);
+      const ttl = await client.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(ms);
+    }
+  });
+});
+
+describe.each(STORE_KINDS)(`${SEED_004}: key on the raw URI — on the %s store`, (kind) => {
+  const redis = useRedis(kind);
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    app = await createApp({
+      keyPrefix: uniquePrefix(),
+      ...(kind === 'redis' ? { redis: redis().url } : {}),
+    });
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('/items/1, /items/2, … share one limit, so changing the id does not bypass it', async () => {
+    const user = uniqueUser();
+    const codes = [];
+    for (let id = 1; id <= 6; id++) {
+      codes.push(
+        (await request(app.getHttpServer()).get(`/items/${id}`).set(USER_HEADER, user)).status,
+      );
+    }
+    expect(codes).toEqual([200, 200, 200, 429, 429, 429]);
+    const withQuery = await request(app.getHttpServer()).get('/items/7?x=1').set(USER_HEADER, user);
+    expect(withQuery.status).toBe(429);
+  });
+});

@@ -1,0 +1,185 @@
+import { describe, expect, it } from '@jest/globals';
+import { Controller, Get } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import {
+  RateLimit,
+  RateLimitConfigError,
+  RateLimitModule,
+  RateLimitService,
+  type RateLimitModuleOptions,
+} from '../../lib/index.js';
+import { formatDuration, parseDuration, resolvePolicy } from '../../lib/rate-limit.policy.js';
+
+describe('durations', () => {
+  it.each([
+    [30, 30_000],
+    [0.5, 500],
+    [0.1, 100],
+    ['500ms', 500],
+    ['30s', 30_000],
+    ['5m', 300_000],
+    ['1h', 3_600_000],
+    ['1d', 86_400_000],
+    ['1.5s', 1500],
+    [' 2m ', 120_000],
+  ])('parses %p as %p ms', (value, ms) => {
+    expect(parseDuration(value, 'period', 'here')).toBe(ms);
+  });
+
+  it.each([
+    0,
+    -1,
+    NaN,
+    Infinity,
+    0.0001,
+    '10 parsecs',
+    '',
+    '5',
+    's',
+    '-1s',
+    '1.5ms',
+    null,
+    {},
+    '11y',
+  ])('rejects %p with the field, the value and the place', (value) => {
+    expect(() => parseDuration(value, 'period', '@RateLimit on X.y')).toThrow(RateLimitConfigError);
+    expect(() => parseDuration(value, 'period', '@RateLimit on X.y')).toThrow(
+      /^@RateLimit on X\.y: period must be/,
+    );
+  });
+
+  it('names windows with the largest unit that divides them', () => {
+    expect(
+      [500, 1000, 30_000, 90_000, 60_000, 3_600_000, 86_400_000, 1500].map(formatDuration),
+    ).toEqual(['500ms', '1s', '30s', '90s', '1m', '1h', '1d', '1500ms']);
+  });
+});
+
+describe('policies', () => {
+  it("uses the seed's defaults for a bare @RateLimit(): period 60, threshold 3", () => {
+    expect(resolvePolicy(undefined, 'x')).toEqual({
+      name: '3-per-1m',
+      algorithm: 'sliding-window',
+      periodMs: 60_000,
+      periodUs: 60_000_000,
+      threshold: 3,
+    });
+  });
+
+  it.each([0, -2, 2.5, NaN, '3', null])('rejects threshold %p', (threshold) => {
+    expect(() => resolvePolicy({ threshold: threshold as number }, 'w')).toThrow(
+      /^w: threshold must be a positive integer, got /,
+    );
+  });
+
+  it('rejects a policy that is not an object, and names with unsafe characters', () => {
+    expect(() => resolvePolicy(5 as never, 'w')).toThrow(/^w: policy must be an object/);
+    expect(() => resolvePolicy({ name: 'a"b' }, 'w')).toThrow(/^w: name must be/);
+  });
+
+  it('throws when the decorated class is defined, naming Controller.method', () => {
+    expect(() => {
+      @Controller('bad')
+      class BadController {
+        @RateLimit({ period: 30, threshold: 0 })
+        @Get()
+        list() {}
+      }
+      return BadController;
+    }).toThrow('@RateLimit on BadController.list: threshold must be a positive integer, got 0');
+
+    expect(() => {
+      @RateLimit({ period: '10 parsecs' })
+      @Controller('bad')
+      class BadClassController {}
+      return BadClassController;
+    }).toThrow(
+      /^@RateLimit on BadClassController: period must be a number of seconds or a string like/,
+    );
+  });
+});
+
+describe('module options fail at bootstrap, not at the first request', () => {
+  async function bootstrap(options: RateLimitModuleOptions) {
+    const ref = await Test.createTestingModule({
+      imports: [RateLimitModule.forRoot(options)],
+    }).compile();
+    await ref.close();
+  }
+
+  it.each<[RateLimitModuleOptions, RegExp]>([
+    [{ headers: 'all' as never }, /headers must be one of ietf, legacy, both, none, got "all"/],
+    [{ keyPrefix: 'a{b}' }, /keyPrefix must be a string without braces or spaces, got "a\{b\}"/],
+    [{ ipv6Subnet: 200 }, /ipv6Subnet must be an integer from 1 to 128, got 200/],
+    [{ getTracker: 'ip' as never }, /getTracker must be a function/],
+    [
+      { redis: 'redis://127.0.0.1:1', store: { consume: async () => ({}) as never } },
+      /store must be omitted when redis is given/,
+    ],
+    [{ store: {} as never }, /store must be an object with a consume\(\) method/],
+    [{ redis: 42 as never }, /redis must be an ioredis client, ioredis options or a URL, got 42/],
+  ])('%p', async (options, message) => {
+    await expect(bootstrap(options)).rejects.toThrow(message);
+    await expect(bootstrap(options)).rejects.toThrow(/^RateLimitModule options: /);
+  });
+
+  it('rejects forRootAsync without exactly one of useFactory, useClass, useExisting', () => {
+    expect(() => RateLimitModule.forRootAsync({})).toThrow(
+      /exactly one of useFactory, useClass, useExisting/,
+    );
+  });
+
+  it('rejects bad options returned by an async factory while bootstrapping', async () => {
+    const module = RateLimitModule.forRootAsync({
+      useFactory: () => ({ headers: 'nope' as never }),
+    });
+    await expect(Test.createTestingModule({ imports: [module] }).compile()).rejects.toThrow(
+      /headers must be one of/,
+    );
+  });
+});
+
+describe('RateLimitService.consume input', () => {
+  it('rejects an empty key, a bad policy and a cost the policy can never allow', async () => {
+    const ref = await Test.createTestingModule({ imports: [RateLimitModule.forRoot()] }).compile();
+    const service = ref.get(RateLimitService);
+    expect(() => service.consume('', { threshold: 1 })).toThrow(/key must be a non-empty string/);
+    expect(() => service.consume('k', { threshold: -1 })).toThrow(
+      /RateLimitService.consume: threshold must be/,
+    );
+    expect(() => service.consume('k', { threshold: 2 }, { cost: 3 })).toThrow(
+      /cost must be an integer from 1 to the threshold \(2\), got 3/,
+    );
+    expect(() => service.consume('k', { threshold: 2 }, { cost: 0.5 })).toThrow(/cost must be/);
+    await expect(service.consume('k')).resolves.toMatchObject({
+      allowed: true,
+      limit: 3,
+      remaining: 2,
+    });
+    await ref.close();
+  });
+});
+
+describe('a getTracker that returns nothing usable', () => {
+  it('fails the request loudly instead of leaving it unlimited', async () => {
+    @Controller('t')
+    class TrackedController {
+      @RateLimit({ threshold: 1 })
+      @Get()
+      get() {
+        return 'ok';
+      }
+    }
+    const ref = await Test.createTestingModule({
+      imports: [RateLimitModule.forRoot({ getTracker: () => '' })],
+      controllers: [TrackedController],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    const codes = [];
+    for (let i = 0; i < 3; i++) codes.push((await request(app.getHttpServer()).get('/t')).status);
+    expect(codes).toEqual([500, 500, 500]);
+    await app.close();
+  });
+});
