@@ -1,12 +1,15 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import {
+  type CanActivate,
   Controller,
+  type ExecutionContext,
   Get,
   type INestApplication,
   Injectable,
   Module,
   UseGuards,
 } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import request from 'supertest';
@@ -133,6 +136,31 @@ describe.each(STORE_KINDS)('module contract on the %s store', (kind) => {
     for (let i = 0; i < 4; i++) unguarded.push((await hit('/hello/sayHi')).status);
     expect(unguarded).toEqual([200, 200, 200, 200]);
     expect([(await hit('/guarded')).status, (await hit('/guarded')).status]).toEqual([200, 429]);
+  });
+
+  it('sees req.user set by an auth guard registered as APP_GUARD in a module imported first', async () => {
+    @Injectable()
+    class HeaderAuthGuard implements CanActivate {
+      canActivate(context: ExecutionContext) {
+        const req = context.switchToHttp().getRequest();
+        req.user = { id: req.headers['x-auth'] };
+        return true;
+      }
+    }
+    @Module({ providers: [{ provide: APP_GUARD, useClass: HeaderAuthGuard }] })
+    class AuthModule {}
+
+    const app = await boot([
+      AuthModule,
+      RateLimitModule.forRoot({ ...storeOptions(), keyPrefix: uniquePrefix() }),
+    ]);
+    const as = (user: string) =>
+      request(app.getHttpServer()).get('/hello/sayHi').set('x-auth', user);
+    const [alice, bob] = [uniqueUser(), uniqueUser()];
+    const codes = [];
+    for (const user of [alice, alice, alice, bob]) codes.push((await as(user)).status);
+    // Keyed by IP instead, bob's request would be the third from 127.0.0.1 and be rejected.
+    expect(codes).toEqual([200, 200, 429, 200]);
   });
 
   it('evicts or expires every key it writes once its window has passed', async () => {

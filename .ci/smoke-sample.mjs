@@ -1,0 +1,31 @@
+// Waits for the sample to listen, then expects 200, 200, 429 with Retry-After on /hello/sayHi.
+const base = process.argv[2];
+const deadline = Date.now() + 120_000;
+const url = `${base}/hello/sayHi`;
+
+async function get() {
+  const res = await fetch(url);
+  await res.text();
+  return res;
+}
+
+for (;;) {
+  try {
+    await fetch(`${base}/items/health`);
+    break;
+  } catch {
+    if (Date.now() > deadline) throw new Error(`the sample did not start listening at ${base}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const responses = [await get(), await get(), await get()];
+const codes = responses.map((r) => r.status);
+const retryAfter = responses[2].headers.get('retry-after');
+console.log(
+  `statuses ${codes.join(', ')}; Retry-After ${retryAfter}; RateLimit ${responses[2].headers.get('ratelimit')}`,
+);
+if (codes.join() !== '200,200,429' || !(Number(retryAfter) >= 1)) {
+  console.error('expected 200, 200, 429 with Retry-After');
+  process.exit(1);
+}
