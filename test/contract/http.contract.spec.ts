@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { parseList } from 'structured-headers';
 import request from 'supertest';
-import { type RateLimitRootOptions } from '../../lib/index.js';
+import { type HeaderMode, type RateLimitRootOptions } from '../../lib/index.js';
 import { STORE_KINDS, useRedis } from '../support/stores.js';
 import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 
@@ -76,11 +76,11 @@ describe.each(STORE_KINDS)('HTTP contract on the %s store', (kind) => {
     expect(responses[0].headers['x-ratelimit-limit']).toBeUndefined();
   });
 
-  it.each([
+  it.each<[HeaderMode, string[], string[]]>([
     ['legacy', ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'], ['ratelimit']],
     ['both', ['x-ratelimit-limit', 'ratelimit', 'ratelimit-policy'], []],
     ['none', [], ['ratelimit', 'ratelimit-policy', 'x-ratelimit-limit']],
-  ] as const)('headers: %s', async (mode, present, absent) => {
+  ])('headers: %s', async (mode, present, absent) => {
     const a = await app({ headers: mode });
     const user = uniqueUser();
     const ok = await get(a, '/hello/sayHi', user);
