@@ -200,3 +200,42 @@ describe.each(STORE_KINDS)('HTTP contract on the %s store', (kind) => {
     expect(res.body).toEqual({ statusCode: 429, message: 'Slow down' });
   });
 });
+
+describe('client IP and proxies (Express)', () => {
+  async function appWithTrustProxy(trust: boolean) {
+    const a = await createApp({ keyPrefix: uniquePrefix() });
+    (a.getHttpAdapter().getInstance() as { set(k: string, v: unknown): void }).set(
+      'trust proxy',
+      trust,
+    );
+    return a;
+  }
+  const from = (a: INestApplication, forwardedFor: string) =>
+    request(a.getHttpServer()).get('/hello/sayHi').set('X-Forwarded-For', forwardedFor);
+
+  it('ignores X-Forwarded-For unless trust proxy is set, so spoofed headers mint no fresh keys', async () => {
+    const a = await appWithTrustProxy(false);
+    const codes = [];
+    for (const ip of ['1.1.1.1', '2.2.2.2', '3.3.3.3']) codes.push((await from(a, ip)).status);
+    expect(codes).toEqual([200, 200, 429]);
+    await a.close();
+  });
+
+  it('keys on the forwarded address with trust proxy, IPv4-mapped as IPv4 and IPv6 by /64', async () => {
+    const a = await appWithTrustProxy(true);
+    const codes = [];
+    for (const ip of [
+      '1.1.1.1',
+      '::ffff:1.1.1.1',
+      '2.2.2.2',
+      '2001:db8:0:1::1',
+      '2001:db8:0:1::2',
+      '2001:db8:0:1:ffff::3',
+      '2001:db8:0:2::1',
+    ]) {
+      codes.push((await from(a, ip)).status);
+    }
+    expect(codes).toEqual([200, 200, 200, 200, 200, 429, 200]);
+    await a.close();
+  });
+});
