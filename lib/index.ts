@@ -2,7 +2,7 @@ export { RateLimitModule } from './rate-limit.module.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitService, type ConsumeOptions } from './rate-limit.service.js';
-export { RateLimitException } from './rate-limit.exception.js';
+export { RateLimitException, COST_TOO_HIGH_MESSAGE } from './rate-limit.exception.js';
 export { RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
 export {
   type RateLimitModuleOptions,
@@ -15,10 +15,18 @@ export {
 export {
   RateLimitConfigError,
   type Duration,
+  type Dynamic,
   type RateLimitPolicy,
   type ResolvedPolicy,
 } from './rate-limit.policy.js';
+export { type RoutePolicy } from './rate-limit.plan.js';
+export { type Algorithm } from './algorithms/algorithm.js';
 export { type HeaderMode } from './http/headers.js';
-export { RateLimitStore, type RateLimitDecision, type Clock } from './stores/store.interface.js';
+export {
+  RateLimitStore,
+  type RateLimitDecision,
+  type PolicyDecision,
+  type Clock,
+} from './stores/store.interface.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.store.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory/memory.store.js';

@@ -1,6 +1,11 @@
-import { SetMetadata } from '@nestjs/common';
+import 'reflect-metadata';
 import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
-import { type RateLimitPolicy, resolvePolicy } from './rate-limit.policy.js';
+import {
+  appendTemplates,
+  compileTemplates,
+  type PolicyTemplate,
+  type RoutePolicy,
+} from './rate-limit.plan.js';
 
 type ClassOrMethodDecorator = (
   target: object,
@@ -9,12 +14,16 @@ type ClassOrMethodDecorator = (
 ) => void;
 
 /**
- * Limits a controller method, or every method of a controller, to `threshold` requests per
- * `period` for each user (or client IP) and route. A method-level limit replaces a class-level
- * one. Invalid values throw here, when the class is defined, naming `Controller.method`.
+ * Limits a controller method, or every method of a controller, per user (or client IP) and
+ * route. Pass several policies, or stack the decorator, to enforce them together: a request is
+ * counted by all of them or, if any rejects it, by none. A method-level limit replaces a
+ * class-level one. Invalid values throw here, when the class is defined, naming
+ * `Controller.method`.
  *
- * @param policy `period` (seconds, or `'500ms'`, `'30s'`, `'5m'`, `'1h'`, `'1d'`; default 60) and
- *   `threshold` (a positive integer; default 3).
+ * @param policies `period` (seconds, or `'500ms'`, `'30s'`, `'5m'`, `'1h'`, `'1d'`; default 60),
+ *   `threshold` (a positive integer; default 3), `algorithm` (default `'sliding-window'`),
+ *   `burst`, `cost` and `name`. `period`, `threshold` and `cost` may be functions of the
+ *   `ExecutionContext`, e.g. to read the customer's plan.
  *
  * @example
  * ```ts
@@ -25,13 +34,23 @@ type ClassOrMethodDecorator = (
  *   sayHi() {
  *     return 'hi';
  *   }
+ *
+ *   @RateLimit([
+ *     { period: '1s', threshold: 5 },
+ *     { period: '1h', threshold: 1000, algorithm: 'token-bucket' },
+ *   ])
+ *   @Post('search')
+ *   search() {}
  * }
  * ```
  */
-export function RateLimit(policy?: RateLimitPolicy): ClassOrMethodDecorator {
+export function RateLimit(policies?: RoutePolicy | readonly RoutePolicy[]): ClassOrMethodDecorator {
   return (target, propertyKey, descriptor) => {
-    const resolved = resolvePolicy(policy, `@RateLimit on ${placeName(target, propertyKey)}`);
-    SetMetadata(RATE_LIMIT_POLICY, resolved)(target, propertyKey!, descriptor!);
+    const where = `@RateLimit on ${placeName(target, propertyKey)}`;
+    const holder = descriptor?.value ?? target;
+    const existing = (Reflect.getOwnMetadata(RATE_LIMIT_POLICY, holder) ?? []) as PolicyTemplate[];
+    const templates = appendTemplates(existing, compileTemplates(policies, where), where);
+    Reflect.defineMetadata(RATE_LIMIT_POLICY, templates, holder);
   };
 }
 
@@ -53,8 +72,8 @@ export function RateLimit(policy?: RateLimitPolicy): ClassOrMethodDecorator {
  * ```
  */
 export function SkipRateLimit(): ClassOrMethodDecorator {
-  return (target, propertyKey, descriptor) => {
-    SetMetadata(RATE_LIMIT_SKIP, true)(target, propertyKey!, descriptor!);
+  return (target, _propertyKey, descriptor) => {
+    Reflect.defineMetadata(RATE_LIMIT_SKIP, true, descriptor?.value ?? target);
   };
 }
 

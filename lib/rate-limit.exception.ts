@@ -1,6 +1,9 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 import { type RateLimitDecision } from './stores/store.interface.js';
 
+/** The 429 message when a request's cost exceeds what a policy can ever allow. */
+export const COST_TOO_HIGH_MESSAGE = 'Request cost exceeds the rate limit';
+
 /**
  * Thrown by the guard when a request is over its limit. It is a plain `HttpException` (429),
  * so the application's exception filters see it like any other.

@@ -7,26 +7,30 @@ import {
   routeMethod,
   routePattern,
 } from './http/request.js';
-import { encodeKeyPart, KeyBuilder, policySuffix } from './keys/key-builder.js';
+import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
 import { defaultTracker } from './keys/tracker.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
 import { placeName } from './rate-limit.decorator.js';
-import { RateLimitException } from './rate-limit.exception.js';
+import { COST_TOO_HIGH_MESSAGE, RateLimitException } from './rate-limit.exception.js';
 import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
+import { type PolicyTemplate, resolveCost } from './rate-limit.plan.js';
 import { type ResolvedPolicy } from './rate-limit.policy.js';
 import { RateLimitStore } from './stores/store.interface.js';
 
 /** Everything about one handler the guard needs per request, worked out on its first request. */
 interface HandlerPlan {
-  readonly policy: ResolvedPolicy;
-  readonly policyHeader: string;
-  readonly suffix: string;
+  readonly templates: readonly PolicyTemplate[];
   readonly place: string;
-  // The key's constant parts for the route seen last; a handler almost always has one route.
+  /** Present when no policy value depends on the request: then nothing is resolved per request. */
+  readonly policies: readonly ResolvedPolicy[] | undefined;
+  readonly tails: readonly string[] | undefined;
+  readonly policyHeader: string | undefined;
+  /** Present when every cost is a plain number. */
+  readonly costs: readonly number[] | undefined;
+  // The key's constant head for the route seen last; a handler almost always has one route.
   method: string;
   pattern: string | undefined;
   keyHead: string;
-  keyTail: string;
 }
 
 /**
@@ -66,29 +70,44 @@ export class RateLimitGuard implements CanActivate {
       this.options.getTracker === undefined
         ? defaultTracker(req, this.options.ipv6Subnet)
         : checkTracker(await this.options.getTracker(context), plan.place);
-    const decision = await this.store.consume(this.keyFor(plan, req, tracker), plan.policy, 1);
+    const policies =
+      plan.policies ?? (await Promise.all(plan.templates.map((t) => t.resolve(context))));
+    const costs =
+      plan.costs ?? (await Promise.all(plan.templates.map((t) => resolveCost(t, context))));
 
+    const head = this.keyHead(plan, req) + encodeKeyPart(tracker);
+    const keys = new Array<string>(policies.length);
+    for (let i = 0; i < keys.length; i++) {
+      keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i]) : plan.tails[i]);
+    }
+    const decision = await this.store.consume(keys, policies, costs);
+
+    const header = plan.policyHeader ?? policyHeader(policies);
     writeRateLimitHeaders(
       http.getResponse<HttpResponseLike>(),
       this.options.headers,
-      plan.policy,
-      plan.policyHeader,
+      header,
       decision,
     );
-    if (!decision.allowed) throw new RateLimitException(this.options.errorMessage, decision);
+    if (!decision.allowed) {
+      const never = decision.retryAfterMs === Infinity;
+      throw new RateLimitException(
+        never ? COST_TOO_HIGH_MESSAGE : this.options.errorMessage,
+        decision,
+      );
+    }
     return true;
   }
 
-  private keyFor(plan: HandlerPlan, req: HttpRequestLike, tracker: string): string {
+  private keyHead(plan: HandlerPlan, req: HttpRequestLike): string {
     const method = routeMethod(req);
     const pattern = routePattern(req);
     if (method !== plan.method || pattern !== plan.pattern) {
-      const route = `${method} ${pattern ?? plan.place}`;
-      [plan.keyHead, plan.keyTail] = this.keys.routeParts(route, plan.suffix);
+      plan.keyHead = this.keys.routeHead(`${method} ${pattern ?? plan.place}`);
       plan.method = method;
       plan.pattern = pattern;
     }
-    return plan.keyHead + encodeKeyPart(tracker) + plan.keyTail;
+    return plan.keyHead;
   }
 
   private planFor(context: ExecutionContext): HandlerPlan | null {
@@ -111,27 +130,33 @@ export class RateLimitGuard implements CanActivate {
   private compile(cls: object, handler: object): HandlerPlan | null {
     const get = <T>(key: symbol, target: object) =>
       this.reflector.get<T | undefined>(key, target as never);
-    let policy: ResolvedPolicy | undefined;
     if (get<boolean>(RATE_LIMIT_SKIP, handler)) return null;
-    policy = get<ResolvedPolicy>(RATE_LIMIT_POLICY, handler);
-    if (policy === undefined) {
+    let templates = get<PolicyTemplate[]>(RATE_LIMIT_POLICY, handler);
+    if (templates === undefined) {
       if (get<boolean>(RATE_LIMIT_SKIP, cls)) return null;
-      policy = get<ResolvedPolicy>(RATE_LIMIT_POLICY, cls);
+      templates = get<PolicyTemplate[]>(RATE_LIMIT_POLICY, cls);
     }
-    if (policy === undefined) return null;
-    const place = placeName(
-      (cls as { prototype: object }).prototype,
-      (handler as { name: string }).name,
-    );
+    if (templates === undefined) return null;
+
+    const fixed = templates.every((t) => t.fixed !== undefined)
+      ? templates.map((t) => t.fixed!)
+      : undefined;
+    const costs = templates.every((t) => typeof t.cost === 'number')
+      ? templates.map((t) => t.cost as number)
+      : undefined;
     return {
-      policy,
-      policyHeader: policyHeader(policy),
-      suffix: policySuffix(policy),
-      place,
+      templates,
+      place: placeName(
+        (cls as { prototype: object }).prototype,
+        (handler as { name: string }).name,
+      ),
+      policies: fixed,
+      tails: fixed?.map((p) => KeyBuilder.tail(p)),
+      policyHeader: fixed && policyHeader(fixed),
+      costs,
       method: '',
       pattern: undefined,
       keyHead: '',
-      keyTail: '',
     };
   }
 }

@@ -1,25 +1,48 @@
+import { type Algorithm, ALGORITHM_CODES } from './algorithms/algorithm.js';
+
 /**
  * A time span: a number of seconds, or a string such as `'500ms'`, `'30s'`, `'5m'`, `'1h'`, `'1d'`.
  */
 export type Duration = number | string;
 
-/** What `@RateLimit()` and `RateLimitService.consume()` accept. */
-export interface RateLimitPolicy {
-  /** Length of the sliding window. A number means seconds. Default 60. */
-  period?: Duration;
-  /** Requests allowed per window. A positive integer. Default 3. */
-  threshold?: number;
-  /** Name shown in the `RateLimit` and `RateLimit-Policy` headers. Default `"<threshold>-per-<period>"`. */
+/** A value given directly, or computed per request from the context (e.g. per customer plan). */
+export type Dynamic<T, C> = T | ((context: C) => T | Promise<T>);
+
+/**
+ * One limit: what `@RateLimit()` and `RateLimitService.consume()` accept.
+ * `C` is what dynamic values receive: the `ExecutionContext` on routes.
+ */
+export interface RateLimitPolicy<C = never> {
+  /** Length of the window (or the refill period). A number means seconds. Default 60. */
+  period?: Dynamic<Duration, C>;
+  /** Requests allowed per period. A positive integer. Default 3. */
+  threshold?: Dynamic<number, C>;
+  /** How requests are counted. Default `'sliding-window'`. */
+  algorithm?: Algorithm;
+  /**
+   * Token bucket: the bucket's capacity. Leaky bucket (GCRA): how many requests may arrive at
+   * once. Default `threshold`. Only these two algorithms take it.
+   */
+  burst?: number;
+  /** How many requests one call counts as. A positive integer. Default 1. */
+  cost?: Dynamic<number, C>;
+  /** Name in the `RateLimit` headers. Default `"<threshold>-per-<period>"`, e.g. `"5-per-1s"`. */
   name?: string;
 }
 
-/** A validated policy in the units the stores use. Frozen; built once per handler. */
+/** A validated policy in the units the stores use. Frozen. */
 export interface ResolvedPolicy {
   readonly name: string;
-  readonly algorithm: 'sliding-window';
+  readonly algorithm: Algorithm;
+  /** Short algorithm id used in keys and script arguments. */
+  readonly code: string;
   readonly periodMs: number;
   readonly periodUs: number;
   readonly threshold: number;
+  /** Capacity for the bucket algorithms; equal to `threshold` for the others. */
+  readonly burst: number;
+  /** Tells the policies of one route apart in keys: `<code>:<name>`. */
+  readonly id: string;
 }
 
 /** Thrown when a policy or module option is invalid; the message names the field and the place. */
@@ -30,12 +53,18 @@ export class RateLimitConfigError extends Error {
 /** The seed annotation's defaults: `@RateLimit(period = 60, threshold = 3)`. */
 export const DEFAULT_PERIOD_SECONDS = 60;
 export const DEFAULT_THRESHOLD = 3;
+/** Policies one decision may combine; each adds a key and five script arguments. */
+export const MAX_POLICIES = 8;
 
 // Ten years keeps `now + period` in microseconds well inside 2^53, where Lua doubles stay exact.
 const MAX_PERIOD_MS = 10 * 365 * 24 * 3600 * 1000;
+// Large enough for any real quota, small enough that counts times windows stay exact doubles.
+const MAX_THRESHOLD = 1_000_000_000;
+const MAX_BUCKET_US = 1e15;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
-const NAME = /^[A-Za-z0-9_.\-*]+$/;
+const NAME = /^[A-Za-z0-9_.\-*]{1,64}$/;
+const BUCKETS: readonly Algorithm[] = ['token-bucket', 'leaky-bucket'];
 
 /** Parses a duration into whole milliseconds, or throws naming `field` and `where`. */
 export function parseDuration(value: unknown, field: string, where: string): number {
@@ -45,12 +74,8 @@ export function parseDuration(value: unknown, field: string, where: string): num
   } else if (typeof value === 'string') {
     const match = DURATION.exec(value.trim());
     if (!match) {
-      throw configError(
-        where,
-        field,
-        value,
-        "a number of seconds or a string like '500ms', '30s', '5m', '1h', '1d'",
-      );
+      const expected = "a number of seconds or a string like '500ms', '30s', '5m', '1h', '1d'";
+      throw configError(where, field, value, expected);
     }
     ms = Number(match[1]) * UNIT_MS[match[2]];
   } else {
@@ -66,34 +91,101 @@ export function parseDuration(value: unknown, field: string, where: string): num
   return rounded;
 }
 
+/** Checks a count (threshold, burst, cost): a positive integer within bounds. */
+export function checkCount(value: unknown, field: string, where: string): number {
+  if (
+    typeof value !== 'number' ||
+    !Number.isSafeInteger(value) ||
+    value < 1 ||
+    value > MAX_THRESHOLD
+  ) {
+    throw configError(where, field, value, 'a positive integer');
+  }
+  return value;
+}
+
 /**
- * Validates a policy and converts it to store units.
+ * Validates a policy whose values are all known and converts it to store units.
  * @param where names the place for error messages, e.g. `@RateLimit on ItemsController.list`.
  */
-export function resolvePolicy(policy: RateLimitPolicy | undefined, where: string): ResolvedPolicy {
+export function resolvePolicy(
+  policy: RateLimitPolicy<unknown> | undefined,
+  where: string,
+): ResolvedPolicy {
+  checkShape(policy, where);
+  // Only a missing field takes the default; an explicit null is a mistake worth reporting.
+  const periodMs = parseDuration(valueOr(policy?.period, DEFAULT_PERIOD_SECONDS), 'period', where);
+  const threshold = checkCount(valueOr(policy?.threshold, DEFAULT_THRESHOLD), 'threshold', where);
+  const algorithm = checkAlgorithm(policy?.algorithm, where);
+  const burst = resolveBurst(policy?.burst, algorithm, threshold, where);
+  const name = checkName(
+    valueOr(policy?.name, `${threshold}-per-${formatDuration(periodMs)}`),
+    where,
+  );
+  const code = ALGORITHM_CODES[algorithm];
+  const periodUs = periodMs * 1000;
+  // Bucket capacities are held in microseconds of draining; keep them exact doubles.
+  if (burst * Math.ceil(periodUs / threshold) > MAX_BUCKET_US) {
+    throw configError(
+      where,
+      'burst',
+      burst,
+      'small enough that burst x period / threshold is under 30 years',
+    );
+  }
+  const id = `${code}:${name}`;
+  return Object.freeze({ name, algorithm, code, periodMs, periodUs, threshold, burst, id });
+}
+
+/** Checks what can be checked before the dynamic values are known. */
+export function checkShape(
+  policy: unknown,
+  where: string,
+): asserts policy is RateLimitPolicy<unknown> | undefined {
   if (
     policy !== undefined &&
     (policy === null || typeof policy !== 'object' || Array.isArray(policy))
   ) {
     throw configError(where, 'policy', policy, 'an object like { period: 30, threshold: 2 }');
   }
-  // Only a missing field takes the default; an explicit null is a mistake worth reporting.
-  const periodMs = parseDuration(valueOr(policy?.period, DEFAULT_PERIOD_SECONDS), 'period', where);
-  const threshold = valueOr(policy?.threshold, DEFAULT_THRESHOLD);
-  if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
-    throw configError(where, 'threshold', threshold, 'a positive integer');
+}
+
+export function checkAlgorithm(value: unknown, where: string): Algorithm {
+  const algorithm = valueOr(value, 'sliding-window');
+  if (typeof algorithm !== 'string' || !(algorithm in ALGORITHM_CODES)) {
+    throw configError(
+      where,
+      'algorithm',
+      algorithm,
+      `one of ${Object.keys(ALGORITHM_CODES).join(', ')}`,
+    );
   }
-  const name = valueOr(policy?.name, `${threshold}-per-${formatDuration(periodMs)}`);
-  if (typeof name !== 'string' || !NAME.test(name)) {
-    throw configError(where, 'name', name, 'letters, digits and _ . - * only');
+  return algorithm as Algorithm;
+}
+
+function resolveBurst(
+  value: unknown,
+  algorithm: Algorithm,
+  threshold: number,
+  where: string,
+): number {
+  if (value === undefined) return threshold;
+  if (!BUCKETS.includes(algorithm)) {
+    throw configError(
+      where,
+      'burst',
+      value,
+      `omitted for ${algorithm} (only ${BUCKETS.join(' and ')} take it)`,
+    );
   }
-  return Object.freeze({
-    name,
-    algorithm: 'sliding-window',
-    periodMs,
-    periodUs: periodMs * 1000,
-    threshold,
-  });
+  return checkCount(value, 'burst', where);
+}
+
+export function checkName(value: unknown, where: string): string {
+  if (typeof value !== 'string' || !NAME.test(value)) {
+    throw configError(where, 'name', value, '1 to 64 letters, digits or _ . - *');
+  }
+  return value;
 }
 
 /** `30000` → `'30s'`, `500` → `'500ms'`, `90000` → `'90s'`: the largest unit that divides evenly. */
@@ -108,16 +200,17 @@ export function configError(where: string, field: string, value: unknown, expect
   return new RateLimitConfigError(`${where}: ${field} must be ${expected}, got ${describe(value)}`);
 }
 
+export function valueOr<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
+}
+
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
+  if (typeof value === 'number') return String(value);
   try {
     return String(JSON.stringify(value) ?? value);
   } catch {
     return String(value);
   }
-}
-
-function valueOr<T>(value: T | undefined, fallback: T): T {
-  return value === undefined ? fallback : value;
 }

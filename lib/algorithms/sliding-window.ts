@@ -1,56 +1,16 @@
-import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type AlgorithmTwin, ms } from './algorithm.js';
 
-/**
- * In-process twin of `sliding-window.lua`: the same arithmetic on an array of arrival times.
- * Every formula here mirrors a line of the script, so both stores answer alike.
- */
-export class SlidingWindowLog {
-  /** Arrival times in microseconds, ascending, from `head` on. */
-  private times: number[] = [];
-  private head = 0;
-
-  /** When the newest entry leaves the window; the store evicts the log after this. */
-  expiresAtUs = 0;
-
-  consume(nowUs: number, windowUs: number, limit: number, cost: number): RateLimitDecision {
-    this.trim(nowUs - windowUs);
-    const count = this.times.length - this.head;
-
-    if (count + cost <= limit) {
-      for (let i = 0; i < cost; i++) this.insert(nowUs);
-      const windowMs = Math.ceil(windowUs / 1000);
-      this.expiresAtUs = Math.max(this.expiresAtUs, nowUs + windowMs * 1000);
-      return {
-        allowed: true,
-        limit,
-        remaining: limit - count - cost,
-        retryAfterMs: 0,
-        resetAfterMs: windowMs,
-      };
-    }
-
-    let retryAfterMs = -1;
-    if (cost <= limit) {
-      const blocker = this.times[this.head + count + cost - limit - 1];
-      retryAfterMs = Math.ceil((blocker + windowUs - nowUs) / 1000);
-    }
-    const newest = count > 0 ? this.times[this.times.length - 1] : undefined;
-    const resetAfterMs = newest === undefined ? 0 : Math.ceil((newest + windowUs - nowUs) / 1000);
-    return {
-      allowed: false,
-      limit,
-      remaining: Math.max(limit - count, 0),
-      retryAfterMs,
-      resetAfterMs,
-    };
-  }
+/** Arrival times in microseconds, ascending from `head`; the twin of the sorted set. */
+export class ArrivalLog {
+  times: number[] = [];
+  head = 0;
 
   get size(): number {
     return this.times.length - this.head;
   }
 
   /** Drops arrivals at or before `cutoffUs`, like ZREMRANGEBYSCORE -inf cutoff. */
-  private trim(cutoffUs: number): void {
+  trim(cutoffUs: number): void {
     const times = this.times;
     let head = this.head;
     while (head < times.length && times[head] <= cutoffUs) head++;
@@ -62,8 +22,8 @@ export class SlidingWindowLog {
     this.head = head;
   }
 
-  /** Keeps the array sorted even if a test clock steps backwards, as a sorted set would. */
-  private insert(t: number): void {
+  /** Keeps the order even if a test clock steps backwards, as a sorted set would. */
+  insert(t: number): void {
     const times = this.times;
     let i = times.length;
     while (i > this.head && times[i - 1] > t) i--;
@@ -71,3 +31,32 @@ export class SlidingWindowLog {
     else times.splice(i, 0, t);
   }
 }
+
+/** Twin of `sliding-window.lua`. */
+export const slidingWindow: AlgorithmTwin<ArrivalLog, number> = {
+  check(log, now, p) {
+    log?.trim(now - p.periodUs);
+    const count = log?.size ?? 0;
+    if (p.cost > p.limit) return { allowed: false, retryAfterMs: -1, work: count };
+    if (count + p.cost <= p.limit) return { allowed: true, retryAfterMs: 0, work: count };
+    const blocker = log!.times[log!.head + count + p.cost - p.limit - 1];
+    return { allowed: false, retryAfterMs: ms(blocker + p.periodUs - now), work: count };
+  },
+
+  commit(log, now, p, count) {
+    const state = log ?? new ArrivalLog();
+    for (let i = 0; i < p.cost; i++) state.insert(now);
+    return {
+      state,
+      expiresAtUs: now + ms(p.periodUs) * 1000,
+      remaining: p.limit - count - p.cost,
+      resetAfterMs: ms(p.periodUs),
+    };
+  },
+
+  status(log, now, p, count) {
+    if (count === 0) return { remaining: p.limit, resetAfterMs: 0 };
+    const newest = log!.times[log!.times.length - 1];
+    return { remaining: Math.max(p.limit - count, 0), resetAfterMs: ms(newest + p.periodUs - now) };
+  },
+};

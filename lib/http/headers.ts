@@ -9,11 +9,11 @@ export const HEADER_MODES: readonly HeaderMode[] = ['ietf', 'legacy', 'both', 'n
 const seconds = (ms: number) => Math.ceil(ms / 1000);
 
 /**
- * `RateLimit-Policy` value (IETF draft-ietf-httpapi-ratelimit-headers-11), built once per policy:
- * `"2-per-30s";q=2;w=30`.
+ * `RateLimit-Policy` value (IETF draft-ietf-httpapi-ratelimit-headers-11), built once per route
+ * when its policies are fixed: `"5-per-1s";q=5;w=1, "1000-per-1h";q=1000;w=3600`.
  */
-export function policyHeader(policy: ResolvedPolicy): string {
-  return `"${policy.name}";q=${policy.threshold};w=${seconds(policy.periodMs)}`;
+export function policyHeader(policies: readonly ResolvedPolicy[]): string {
+  return policies.map((p) => `"${p.name}";q=${p.threshold};w=${seconds(p.periodMs)}`).join(', ');
 }
 
 /** `Retry-After` in whole seconds, rounded up and never 0, so clients do not retry too early. */
@@ -25,25 +25,25 @@ export function retryAfterSeconds(retryAfterMs: number): string {
 export function writeRateLimitHeaders(
   res: HttpResponseLike,
   mode: HeaderMode,
-  policy: ResolvedPolicy,
   policyValue: string,
   decision: RateLimitDecision,
 ): void {
   if (mode === 'ietf' || mode === 'both') {
     setHeader(res, 'RateLimit-Policy', policyValue);
-    setHeader(
-      res,
-      'RateLimit',
-      `"${policy.name}";r=${decision.remaining};t=${seconds(decision.resetAfterMs)}`,
-    );
+    let value = '';
+    for (const d of decision.policies) {
+      value += `${value ? ', ' : ''}"${d.policy.name}";r=${d.remaining};t=${seconds(d.resetAfterMs)}`;
+    }
+    setHeader(res, 'RateLimit', value);
   }
   if (mode === 'legacy' || mode === 'both') {
     setHeader(res, 'X-RateLimit-Limit', String(decision.limit));
     setHeader(res, 'X-RateLimit-Remaining', String(decision.remaining));
     setHeader(res, 'X-RateLimit-Reset', String(seconds(decision.resetAfterMs)));
   }
-  // Retry-After is plain HTTP, not one of the optional rate-limit fields: always sent on 429.
-  if (!decision.allowed) {
+  // Retry-After is plain HTTP, not one of the optional rate-limit fields: always sent on 429,
+  // except when the request can never pass, where any wait would be a lie.
+  if (!decision.allowed && Number.isFinite(decision.retryAfterMs)) {
     setHeader(res, 'Retry-After', retryAfterSeconds(decision.retryAfterMs));
   }
 }

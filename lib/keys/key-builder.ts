@@ -37,20 +37,18 @@ function escapeChar(c: string): string {
 export class KeyBuilder {
   constructor(private readonly prefix: string) {}
 
-  /** The constant parts of a route's keys, computed once per handler: `[head, tail]`. */
-  routeParts(route: string, policySuffix: string): readonly [string, string] {
-    return [`${this.prefix}:{${encodeKeyPart(route)}|`, `}:${policySuffix}`];
+  /** The constant part of a route's keys, computed once per route: `<prefix>:{<route>|`. */
+  routeHead(route: string): string {
+    return `${this.prefix}:{${encodeKeyPart(route)}|`;
+  }
+
+  /** What follows the tracker in a route key for one policy: `}:<policy id>`. */
+  static tail(policy: ResolvedPolicy): string {
+    return `}:${policy.id}`;
   }
 
   /** A key for programmatic use; the missing `|` keeps it apart from every route key. */
-  forKey(key: string, policySuffix: string): string {
-    return `${this.prefix}:{${encodeKeyPart(key)}}:${policySuffix}`;
+  forKey(key: string, policy: ResolvedPolicy): string {
+    return `${this.prefix}:{${encodeKeyPart(key)}}:${policy.id}`;
   }
-}
-
-const ALGORITHM_CODE: Record<ResolvedPolicy['algorithm'], string> = { 'sliding-window': 'sw' };
-
-/** Tells policies apart within one route, and keeps a changed algorithm off the old key's type. */
-export function policySuffix(policy: ResolvedPolicy): string {
-  return `${ALGORITHM_CODE[policy.algorithm]}:${policy.name}`;
 }

@@ -1,17 +1,37 @@
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
 
-/** The outcome of one rate-limit decision. All times are whole milliseconds. */
-export interface RateLimitDecision {
-  /** Whether the request may proceed. A rejected request consumes nothing. */
-  allowed: boolean;
+/** One policy's part of a decision. All times are whole milliseconds. */
+export interface PolicyDecision {
+  readonly policy: ResolvedPolicy;
+  /** Whether this policy alone would allow the request. */
+  readonly allowed: boolean;
   /** The policy's threshold. */
-  limit: number;
-  /** Requests still allowed in the current window after this decision. */
-  remaining: number;
-  /** Time until the window holds no requests and the full quota is back. */
-  resetAfterMs: number;
-  /** When rejected: time until the same request would be allowed. 0 when allowed. */
-  retryAfterMs: number;
+  readonly limit: number;
+  /** Requests this policy still allows, after this decision. */
+  readonly remaining: number;
+  /** Time until the policy's quota is whole again. */
+  readonly resetAfterMs: number;
+  /** When rejected: time until it would allow the request; `Infinity` if it never can. 0 when allowed. */
+  readonly retryAfterMs: number;
+}
+
+/**
+ * The outcome of one rate-limit decision. With several policies, `limit`, `remaining` and
+ * `resetAfterMs` come from the one with the fewest requests remaining.
+ */
+export interface RateLimitDecision {
+  /** Whether the request may proceed. A rejected request consumes nothing from any policy. */
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAfterMs: number;
+  /**
+   * When rejected: time until every violated policy would allow the request (the largest of their
+   * waits); `Infinity` when its cost exceeds what some policy can ever allow. 0 when allowed.
+   */
+  readonly retryAfterMs: number;
+  /** Each policy's own answer, in the order the policies were given. */
+  readonly policies: readonly PolicyDecision[];
 }
 
 /**
@@ -25,10 +45,14 @@ export interface RateLimitDecision {
  */
 export interface RateLimitStore {
   /**
-   * Decides, atomically, whether `cost` more requests fit `policy` for `key`, and records them
-   * only when they do.
+   * Decides, atomically, whether a request fits every policy: `costs[i]` requests against
+   * `policies[i]` under `keys[i]`. It is recorded in all of them, or in none.
    */
-  consume(key: string, policy: ResolvedPolicy, cost: number): Promise<RateLimitDecision>;
+  consume(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision>;
   /** Releases what the store holds. Called on application shutdown for stores the module created. */
   close?(): Promise<void>;
 }

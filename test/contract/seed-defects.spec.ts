@@ -8,7 +8,7 @@ import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { MemoryStore, RedisStore, type RateLimitStore } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
-import { STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
+import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
 import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 
 const SEED_001 = '001_97de4ce48a58e2e4';
@@ -31,7 +31,7 @@ describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
     const key = newKey();
     const p = policy(60, 5);
     const answers = [];
-    for (let i = 0; i < 7; i++) answers.push((await store.consume(key, p, 1)).allowed);
+    for (let i = 0; i < 7; i++) answers.push((await consumeOne(store, key, p, 1)).allowed);
     // With member = timestamp, requests 2..7 would overwrite request 1 and all pass.
     expect(answers).toEqual([true, true, true, true, true, false, false]);
     if (kind === 'redis') {
@@ -48,13 +48,13 @@ describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
     const store = makeStore(clock);
     const key = newKey();
     const p = policy('1s', 3);
-    for (let i = 0; i < 3; i++) await store.consume(key, p, 1);
+    for (let i = 0; i < 3; i++) await consumeOne(store, key, p, 1);
     // Retry every 10ms through 30 more windows; in the seed each retry is recorded and the block
     // never ends. Here each window lets 3 through: at +1000, +1010, +1020 of it.
     let allowedAfterWindow = 0;
     for (let t = 10; t <= 30_020; t += 10) {
       clock.advance(10);
-      if ((await store.consume(key, p, 1)).allowed) allowedAfterWindow++;
+      if ((await consumeOne(store, key, p, 1)).allowed) allowedAfterWindow++;
     }
     expect(allowedAfterWindow).toBe(90);
   });
@@ -64,13 +64,13 @@ describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
     const store = makeStore(clock);
     const key = newKey();
     const p = policy(60, 2);
-    await store.consume(key, p, 1);
-    await store.consume(key, p, 1);
-    const rejected = await store.consume(key, p, 1);
+    await consumeOne(store, key, p, 1);
+    await consumeOne(store, key, p, 1);
+    const rejected = await consumeOne(store, key, p, 1);
     expect(rejected.allowed).toBe(false);
     // Had it been added, the oldest entry's exit would no longer be enough to let one in.
     clock.advance(60_000);
-    expect(await store.consume(key, p, 1)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await consumeOne(store, key, p, 1)).toMatchObject({ allowed: true, remaining: 1 });
     if (kind === 'redis') expect(await redis().client().zcard(key)).toBe(1);
   });
 
@@ -81,10 +81,10 @@ describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
     const p = policy('1s', 20);
     for (let i = 0; i < 500; i++) {
       clock.advance(13);
-      await store.consume(key, p, 1 + (i % 3));
+      await consumeOne(store, key, p, 1 + (i % 3));
     }
     if (kind === 'redis') expect(await redis().client().zcard(key)).toBeLessThanOrEqual(20);
-    const last = await store.consume(key, p, 1);
+    const last = await consumeOne(store, key, p, 1);
     expect(last.limit - last.remaining).toBeLessThanOrEqual(20);
   });
 
@@ -92,7 +92,9 @@ describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
     const store = makeStore();
     const key = newKey();
     const p = policy(60, 25);
-    const decisions = await Promise.all(Array.from({ length: 25 }, () => store.consume(key, p, 1)));
+    const decisions = await Promise.all(
+      Array.from({ length: 25 }, () => consumeOne(store, key, p, 1)),
+    );
     expect(decisions.every((d) => d.allowed)).toBe(true);
   });
 });
@@ -105,7 +107,7 @@ describe('seed defects that need Redis', () => {
     const key = newKey();
     const p = policy(60, 17);
     const decisions = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => stores[i % stores.length].consume(key, p, 1)),
+      Array.from({ length: 200 }, (_, i) => consumeOne(stores[i % stores.length], key, p, 1)),
     );
     expect(decisions.filter((d) => d.allowed)).toHaveLength(17);
     expect(await redis().client().zcard(key)).toBe(17);
@@ -126,7 +128,7 @@ describe('seed defects that need Redis', () => {
       // An app server whose clock is a day off must not move the window.
       Date.now = () => realDateNow() - 86_400_000;
       performance.now = () => realPerfNow() - 86_400_000;
-      expect((await store.consume(key, policy(60, 2), 1)).allowed).toBe(true);
+      expect((await consumeOne(store, key, policy(60, 2), 1)).allowed).toBe(true);
     } finally {
       Date.now = realDateNow;
       performance.now = realPerfNow;
@@ -146,7 +148,7 @@ describe('seed defects that need Redis', () => {
       ['1d', 86_400_000],
     ] as const) {
       const key = newKey();
-      await store.consume(key, policy(period, 2), 1);
+      await consumeOne(store, key, policy(period, 2), 1);
       const ttl = await client.pttl(key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(ms);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { MemoryStore, RedisStore, type RateLimitStore } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
-import { STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
+import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
 
 const policy = (period: number | string, threshold: number) =>
   resolvePolicy({ period, threshold }, 'test');
@@ -25,7 +25,7 @@ describe.each(STORE_KINDS)('store contract on the %s store', (kind) => {
     const p = policy('1s', 3);
     const at = async (t: number) => {
       clock.ms = 1_700_000_000_000 + t;
-      return store.consume(k, p, 1);
+      return consumeOne(store, k, p, 1);
     };
 
     expect(await at(0)).toEqual({
@@ -92,9 +92,9 @@ describe.each(STORE_KINDS)('store contract on the %s store', (kind) => {
     const store = makeStore(clock);
     const k = key();
     const p = policy('1s', 1);
-    expect((await store.consume(k, p, 1)).allowed).toBe(true);
+    expect((await consumeOne(store, k, p, 1)).allowed).toBe(true);
     clock.ms += 999.5;
-    expect(await store.consume(k, p, 1)).toMatchObject({
+    expect(await consumeOne(store, k, p, 1)).toMatchObject({
       allowed: false,
       retryAfterMs: 1,
       resetAfterMs: 1,
@@ -107,14 +107,14 @@ describe.each(STORE_KINDS)('store contract on the %s store', (kind) => {
     const k = key();
     const p = policy('1s', 2);
     const start = clock.ms;
-    expect((await store.consume(k, p, 1)).allowed).toBe(true);
-    expect((await store.consume(k, p, 1)).allowed).toBe(true);
+    expect((await consumeOne(store, k, p, 1)).allowed).toBe(true);
+    expect((await consumeOne(store, k, p, 1)).allowed).toBe(true);
     for (let t = 1; t < 1000; t += 7) {
       clock.ms = start + t;
-      expect((await store.consume(k, p, 1)).allowed).toBe(false);
+      expect((await consumeOne(store, k, p, 1)).allowed).toBe(false);
     }
     clock.ms = start + 1000;
-    expect(await store.consume(k, p, 1)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await consumeOne(store, k, p, 1)).toMatchObject({ allowed: true, remaining: 1 });
   });
 
   it('records requests that arrive at the very same microsecond as separate entries', async () => {
@@ -123,9 +123,9 @@ describe.each(STORE_KINDS)('store contract on the %s store', (kind) => {
     const k = key();
     const p = policy('1m', 50);
     for (let i = 0; i < 50; i++) {
-      expect(await store.consume(k, p, 1)).toMatchObject({ allowed: true, remaining: 49 - i });
+      expect(await consumeOne(store, k, p, 1)).toMatchObject({ allowed: true, remaining: 49 - i });
     }
-    expect((await store.consume(k, p, 1)).allowed).toBe(false);
+    expect((await consumeOne(store, k, p, 1)).allowed).toBe(false);
     if (kind === 'redis') expect(await redis().client().zcard(k)).toBe(50);
   });
 
@@ -134,23 +134,25 @@ describe.each(STORE_KINDS)('store contract on the %s store', (kind) => {
     const store = makeStore(clock);
     const k = key();
     const p = policy('10s', 5);
-    expect(await store.consume(k, p, 3)).toMatchObject({ allowed: true, remaining: 2 });
+    expect(await consumeOne(store, k, p, 3)).toMatchObject({ allowed: true, remaining: 2 });
     clock.advance(1000);
-    expect(await store.consume(k, p, 3)).toEqual({
+    expect(await consumeOne(store, k, p, 3)).toEqual({
       allowed: false,
       limit: 5,
       remaining: 2,
       retryAfterMs: 9000,
       resetAfterMs: 9000,
     });
-    expect(await store.consume(k, p, 2)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await consumeOne(store, k, p, 2)).toMatchObject({ allowed: true, remaining: 0 });
   });
 
   it('lets exactly 10 of 100 concurrent decisions through, with the real clock', async () => {
     const store = makeStore();
     const k = key();
     const p = policy(60, 10);
-    const decisions = await Promise.all(Array.from({ length: 100 }, () => store.consume(k, p, 1)));
+    const decisions = await Promise.all(
+      Array.from({ length: 100 }, () => consumeOne(store, k, p, 1)),
+    );
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     const remaining = decisions.filter((d) => d.allowed).map((d) => d.remaining);
     expect(remaining.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -160,9 +162,9 @@ describe.each(STORE_KINDS)('store contract on the %s store', (kind) => {
     const store = makeStore();
     const p = policy(60, 1);
     const [a, b] = [key(), key()];
-    expect((await store.consume(a, p, 1)).allowed).toBe(true);
-    expect((await store.consume(b, p, 1)).allowed).toBe(true);
-    expect((await store.consume(a, p, 1)).allowed).toBe(false);
+    expect((await consumeOne(store, a, p, 1)).allowed).toBe(true);
+    expect((await consumeOne(store, b, p, 1)).allowed).toBe(true);
+    expect((await consumeOne(store, a, p, 1)).allowed).toBe(false);
   });
 });
 
@@ -185,8 +187,8 @@ describe('memory and Redis stores agree, decision by decision', () => {
       clockB.advance(gap);
       const which = rand(3);
       const cost = 1 + (rand(5) === 0 ? rand(policies[which].threshold) : 0);
-      const fromMemory = await memory.consume(keys[which], policies[which], cost);
-      const fromRedis = await shared.consume(keys[which], policies[which], cost);
+      const fromMemory = await consumeOne(memory, keys[which], policies[which], cost);
+      const fromRedis = await consumeOne(shared, keys[which], policies[which], cost);
       expect({ step, ...fromRedis }).toEqual({ step, ...fromMemory });
     }
   });

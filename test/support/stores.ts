@@ -1,4 +1,6 @@
-import { afterAll, beforeAll } from '@jest/globals';
+import { afterAll, beforeAll, expect } from '@jest/globals';
+import { type RateLimitStore } from '../../lib/index.js';
+import { type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
 export type StoreKind = 'memory' | 'redis';
@@ -29,4 +31,16 @@ export class TestClock {
   advance(ms: number): void {
     this.ms += ms;
   }
+}
+
+/** One policy's decision from a store, without the per-policy breakdown, for short assertions. */
+export async function consumeOne(
+  store: RateLimitStore,
+  key: string,
+  policy: ResolvedPolicy,
+  cost = 1,
+) {
+  const { policies, ...decision } = await store.consume([key], [policy], [cost]);
+  expect(policies).toHaveLength(1);
+  return decision;
 }

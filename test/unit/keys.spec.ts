@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { encodeKeyPart, KeyBuilder, MAX_KEY_PART } from '../../lib/keys/key-builder.js';
 import { normalizeIp, UNKNOWN_IP } from '../../lib/keys/ip.js';
+import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { defaultTracker } from '../../lib/keys/tracker.js';
 
 /** The Redis Cluster hash tag of a key: what lies between the first `{` and the next `}`. */
@@ -12,16 +13,22 @@ function hashTag(key: string): string {
 
 describe('keys', () => {
   const keys = new KeyBuilder('rl');
-  const routeKey = (route: string, tracker: string) => {
-    const [head, tail] = keys.routeParts(route, 'sw:2-per-30s');
-    return head + encodeKeyPart(tracker) + tail;
-  };
+  const seedPolicy = resolvePolicy({ period: 30, threshold: 2 }, 'test');
+  const routeKey = (route: string, tracker: string) =>
+    keys.routeHead(route) + encodeKeyPart(tracker) + KeyBuilder.tail(seedPolicy);
 
   it('reads well for ordinary input', () => {
     expect(routeKey('GET /items/:id', 'ip:10.0.0.1')).toBe(
       'rl:{GET /items/:id|ip:10.0.0.1}:sw:2-per-30s',
     );
-    expect(keys.forKey('laoqian:reply', 'sw:5-per-1m')).toBe('rl:{laoqian:reply}:sw:5-per-1m');
+    expect(keys.forKey('laoqian:reply', resolvePolicy({ period: 60, threshold: 5 }, 'test'))).toBe(
+      'rl:{laoqian:reply}:sw:5-per-1m',
+    );
+    const bucket = resolvePolicy(
+      { period: '1h', threshold: 1000, algorithm: 'leaky-bucket' },
+      'test',
+    );
+    expect(keys.forKey('k', bucket)).toBe('rl:{k}:gcra:1000-per-1h');
   });
 
   it('never collides: user a:b on route c differs from user a on route b:c, and from separators', () => {
@@ -40,7 +47,7 @@ describe('keys', () => {
     ];
     const built = pairs.map(([route, tracker]) => routeKey(route, tracker));
     expect(new Set(built).size).toBe(pairs.length);
-    const programmatic = keys.forKey('c|a:b', 'sw:2-per-30s');
+    const programmatic = keys.forKey('c|a:b', seedPolicy);
     expect(built).not.toContain(programmatic);
   });
 

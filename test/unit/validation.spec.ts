@@ -61,6 +61,9 @@ describe('policies', () => {
     expect(resolvePolicy(undefined, 'x')).toEqual({
       name: '3-per-1m',
       algorithm: 'sliding-window',
+      code: 'sw',
+      id: 'sw:3-per-1m',
+      burst: 3,
       periodMs: 60_000,
       periodUs: 60_000_000,
       threshold: 3,
@@ -141,16 +144,17 @@ describe('module options fail at bootstrap, not at the first request', () => {
 });
 
 describe('RateLimitService.consume input', () => {
-  it('rejects an empty key, a bad policy and a cost the policy can never allow', async () => {
+  it('rejects an empty key and bad values, and answers a cost no policy allows with never', async () => {
     const ref = await Test.createTestingModule({ imports: [RateLimitModule.forRoot()] }).compile();
     const service = ref.get(RateLimitService);
     expect(() => service.consume('', { threshold: 1 })).toThrow(/key must be a non-empty string/);
     expect(() => service.consume('k', { threshold: -1 })).toThrow(
       /RateLimitService.consume: threshold must be/,
     );
-    expect(() => service.consume('k', { threshold: 2 }, { cost: 3 })).toThrow(
-      /cost must be an integer from 1 to the threshold \(2\), got 3/,
-    );
+    await expect(service.consume('k', { threshold: 2 }, { cost: 3 })).resolves.toMatchObject({
+      allowed: false,
+      retryAfterMs: Infinity,
+    });
     expect(() => service.consume('k', { threshold: 2 }, { cost: 0.5 })).toThrow(/cost must be/);
     await expect(service.consume('k')).resolves.toMatchObject({
       allowed: true,

@@ -1,11 +1,24 @@
-import { SlidingWindowLog } from '../../algorithms/sliding-window.js';
+import { type Params } from '../../algorithms/algorithm.js';
+import { TWINS } from '../../algorithms/index.js';
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { monotonicClock, toMicros } from '../clock.js';
-import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
+import { combineDecisions, policyDecision } from '../decision.js';
+import {
+  type Clock,
+  type PolicyDecision,
+  type RateLimitDecision,
+  type RateLimitStore,
+} from '../store.interface.js';
 
 export interface MemoryStoreOptions {
   /** Time source in milliseconds. For tests; production uses the process's monotonic clock. */
   clock?: Clock;
+}
+
+interface Entry {
+  state: unknown;
+  /** The twin of the Redis key's TTL: after this the state counts as absent. */
+  expiresAtUs: number;
 }
 
 // Each decision also inspects this many stored keys for expiry. More than one per decision,
@@ -13,9 +26,10 @@ export interface MemoryStoreOptions {
 const SWEEP_STEP = 2;
 
 /**
- * Keeps rate-limit state in this process. Exact for a single instance; use `RedisStore` to share
- * one limit across instances. Expired keys are swept a few at a time as decisions are made,
- * so there are no timers and memory follows the number of keys in a live window.
+ * Keeps rate-limit state in this process, with the same algorithms and answers as the Redis
+ * store. Exact for a single instance; use `RedisStore` to share one limit across instances.
+ * Expired keys are swept a few at a time as decisions are made: no timers, and memory follows
+ * the number of keys in a live window.
  *
  * @example
  * ```ts
@@ -23,49 +37,81 @@ const SWEEP_STEP = 2;
  * ```
  */
 export class MemoryStore implements RateLimitStore {
-  private readonly logs = new Map<string, SlidingWindowLog>();
+  private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;
-  private sweep: IterableIterator<[string, SlidingWindowLog]> | undefined;
+  private sweep: IterableIterator<[string, Entry]> | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.clock = options.clock ?? monotonicClock;
   }
 
-  consume(key: string, policy: ResolvedPolicy, cost: number): Promise<RateLimitDecision> {
+  consume(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
     const now = toMicros(this.clock());
-    let log = this.logs.get(key);
-    if (log === undefined) {
-      log = new SlidingWindowLog();
-      this.logs.set(key, log);
+    const n = keys.length;
+    const states: unknown[] = new Array(n);
+    const params: Params[] = new Array(n);
+    const verdicts = new Array(n);
+    let allowed = true;
+    for (let i = 0; i < n; i++) {
+      const entry = this.entries.get(keys[i]);
+      states[i] = entry !== undefined && entry.expiresAtUs > now ? entry.state : undefined;
+      params[i] = toParams(policies[i], costs[i]);
+      verdicts[i] = TWINS[policies[i].algorithm].check(states[i], now, params[i]);
+      if (!verdicts[i].allowed) allowed = false;
     }
-    const decision = log.consume(now, policy.periodUs, policy.threshold, cost);
-    // Redis deletes a sorted set once its last member goes; do the same.
-    if (log.size === 0) this.logs.delete(key);
+
+    const answers: PolicyDecision[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const twin = TWINS[policies[i].algorithm];
+      const { work, retryAfterMs } = verdicts[i];
+      if (allowed) {
+        const done = twin.commit(states[i], now, params[i], work);
+        this.entries.set(keys[i], { state: done.state, expiresAtUs: done.expiresAtUs });
+        answers[i] = policyDecision(policies[i], true, done.remaining, 0, done.resetAfterMs);
+      } else {
+        const { remaining, resetAfterMs } = twin.status(states[i], now, params[i], work);
+        answers[i] = policyDecision(
+          policies[i],
+          verdicts[i].allowed,
+          remaining,
+          retryAfterMs,
+          resetAfterMs,
+        );
+      }
+    }
     this.sweepExpired(now);
-    return Promise.resolve(decision);
+    return Promise.resolve(combineDecisions(allowed, answers));
   }
 
-  /** Number of keys currently held. */
+  /** Number of keys currently held, expired ones not yet swept included. */
   get size(): number {
-    return this.logs.size;
+    return this.entries.size;
   }
 
   close(): Promise<void> {
-    this.logs.clear();
+    this.entries.clear();
     this.sweep = undefined;
     return Promise.resolve();
   }
 
   private sweepExpired(nowUs: number): void {
     for (let i = 0; i < SWEEP_STEP; i++) {
-      this.sweep ??= this.logs.entries();
+      this.sweep ??= this.entries.entries();
       const next = this.sweep.next();
       if (next.done) {
         this.sweep = undefined;
         return;
       }
-      const [key, log] = next.value;
-      if (log.expiresAtUs <= nowUs) this.logs.delete(key);
+      const [key, entry] = next.value;
+      if (entry.expiresAtUs <= nowUs) this.entries.delete(key);
     }
   }
+}
+
+function toParams(policy: ResolvedPolicy, cost: number): Params {
+  return { periodUs: policy.periodUs, limit: policy.threshold, burst: policy.burst, cost };
 }

@@ -1,8 +1,14 @@
 import { type Cluster, type Redis } from 'ioredis';
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { toMicros } from '../clock.js';
-import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
-import { SCRIPTS } from './scripts.js';
+import { combineDecisions, policyDecision } from '../decision.js';
+import {
+  type Clock,
+  type PolicyDecision,
+  type RateLimitDecision,
+  type RateLimitStore,
+} from '../store.interface.js';
+import { DECIDE_COMMAND, DECIDE_SCRIPT } from './scripts.js';
 
 export interface RedisStoreOptions {
   /** An ioredis client or cluster. */
@@ -10,25 +16,22 @@ export interface RedisStoreOptions {
   /** Close the client in `close()`. Set by the module for clients it created itself. */
   ownsClient?: boolean;
   /**
-   * Test clock in milliseconds, passed to the scripts instead of Redis `TIME`. Leave unset in
+   * Test clock in milliseconds, passed to the script instead of Redis `TIME`. Leave unset in
    * production: one Redis clock is what keeps every instance in agreement.
    */
   clock?: Clock;
 }
 
-type ScriptReply = [allowed: number, remaining: number, retryAfterMs: number, resetAfterMs: number];
-type ScriptCommand = (
-  key: string,
-  windowUs: number,
-  limit: number,
-  cost: number,
-  nowUs: number | '',
-) => Promise<ScriptReply>;
+type DecideCommand = (...args: Array<string | number>) => Promise<number[]>;
+
+// Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
+// vanish while the simulated time says it still matters.
+const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
 
 /**
- * Shares rate-limit state across every app instance through Redis. Each decision is one
- * atomic Lua script, sent with EVALSHA (ioredis falls back to EVAL when the server lost its
- * script cache), reading the time from Redis itself.
+ * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
+ * Lua script over all of a route's policies, sent with EVALSHA (ioredis falls back to EVAL when
+ * the server has lost its script cache), reading the time from Redis itself.
  *
  * @example
  * ```ts
@@ -39,34 +42,42 @@ export class RedisStore implements RateLimitStore {
   readonly client: Redis | Cluster;
   private readonly ownsClient: boolean;
   private readonly clock: Clock | undefined;
-  private readonly slidingWindow: ScriptCommand;
+  private readonly decide: DecideCommand;
 
   constructor(options: RedisStoreOptions) {
     this.client = options.client;
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
-    const { command, lua } = SCRIPTS.slidingWindow;
-    this.client.defineCommand(command, { numberOfKeys: 1, lua });
-    const bound = (this.client as unknown as Record<string, ScriptCommand>)[command];
-    this.slidingWindow = bound.bind(this.client);
+    this.client.defineCommand(DECIDE_COMMAND, { lua: DECIDE_SCRIPT });
+    const bound = (this.client as unknown as Record<string, DecideCommand>)[DECIDE_COMMAND];
+    this.decide = bound.bind(this.client);
   }
 
-  async consume(key: string, policy: ResolvedPolicy, cost: number): Promise<RateLimitDecision> {
-    const now = this.clock === undefined ? '' : toMicros(this.clock());
-    const [allowed, remaining, retryAfterMs, resetAfterMs] = await this.slidingWindow(
-      key,
-      policy.periodUs,
-      policy.threshold,
-      cost,
-      now,
-    );
-    return {
-      allowed: allowed === 1,
-      limit: policy.threshold,
-      remaining,
-      retryAfterMs,
-      resetAfterMs,
-    };
+  async consume(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    const n = keys.length;
+    const args: Array<string | number> = [n, ...keys];
+    if (this.clock === undefined) args.push('', 0);
+    else args.push(toMicros(this.clock()), SIMULATED_CLOCK_TTL_SLACK_MS);
+    for (let i = 0; i < n; i++) {
+      const p = policies[i];
+      args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i]);
+    }
+    const reply = await this.decide(...args);
+    const answers: PolicyDecision[] = new Array(n);
+    for (let i = 0, r = 1; i < n; i++, r += 4) {
+      answers[i] = policyDecision(
+        policies[i],
+        reply[r] === 1,
+        reply[r + 1],
+        reply[r + 2],
+        reply[r + 3],
+      );
+    }
+    return combineDecisions(reply[0] === 1, answers);
   }
 
   /** Closes the client if the store owns it, resolving once the connection has really ended. */

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
+import { LUA_FILES } from '../../algorithms/index.js';
 
-/** Reads a Lua script shipped beside the algorithms. Script text is fixed; data goes in KEYS/ARGV. */
-function loadScript(name: string): string {
-  return readFileSync(new URL(`../../algorithms/${name}.lua`, import.meta.url), 'utf8');
-}
+/**
+ * The decision script: the shared prelude, every algorithm, then the driver, joined once at
+ * load time. The text is fixed; keys and values travel only in KEYS and ARGV.
+ */
+export const DECIDE_SCRIPT = LUA_FILES.map((name) =>
+  readFileSync(new URL(`../../algorithms/${name}.lua`, import.meta.url), 'utf8'),
+).join('\n');
 
-/** ioredis command names; prefixed so they cannot clash with a user's own `defineCommand`. */
-export const SCRIPTS = {
-  slidingWindow: { command: 'rateLimitSlidingWindow', lua: loadScript('sliding-window') },
-} as const;
+/** The ioredis command name; prefixed so it cannot clash with a user's own `defineCommand`. */
+export const DECIDE_COMMAND = 'rateLimitDecide';

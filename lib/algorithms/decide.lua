@@ -1,0 +1,52 @@
+-- Decides one request against one or more policies, atomically: every policy is checked first,
+-- and only when all of them allow it is it recorded in each. KEYS[i] belongs to policy i, and all
+-- keys share one hash tag, so this works on Redis Cluster.
+--
+-- ARGV[1]  now in microseconds; empty in production, where Redis TIME is the one shared clock
+-- ARGV[2]  ms added to every TTL: 0 in production; tests that simulate time pad TTLs so real
+--          expiry cannot race the simulated clock
+-- ARGV[3..] five per policy: algorithm id, period (µs), limit, burst, cost
+--
+-- Reply: { allowed, then four per policy: allowed, remaining, retry_after_ms (-1: never),
+--          reset_after_ms }
+
+local now = tonumber(ARGV[1])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local slack = tonumber(ARGV[2])
+
+local policies, checks = {}, {}
+local allowed = 1
+for i = 1, #KEYS do
+  local a = 2 + (i - 1) * 5
+  local p = {
+    algorithm = ALGORITHMS[ARGV[a + 1]],
+    period = tonumber(ARGV[a + 2]),
+    limit = tonumber(ARGV[a + 3]),
+    burst = tonumber(ARGV[a + 4]),
+    cost = tonumber(ARGV[a + 5]),
+  }
+  policies[i] = p
+  checks[i] = { p.algorithm.check(KEYS[i], now, p) }
+  if checks[i][1] == 0 then
+    allowed = 0
+  end
+end
+
+local reply = { allowed }
+for i = 1, #KEYS do
+  local p, c = policies[i], checks[i]
+  local remaining, reset
+  if allowed == 1 then
+    remaining, reset = p.algorithm.commit(KEYS[i], now, p, slack, c[3], c[4])
+  else
+    remaining, reset = p.algorithm.status(KEYS[i], now, p, c[3], c[4])
+  end
+  reply[#reply + 1] = c[1]
+  reply[#reply + 1] = remaining
+  reply[#reply + 1] = c[2]
+  reply[#reply + 1] = reset
+end
+return reply

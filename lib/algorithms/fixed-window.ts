@@ -1,0 +1,38 @@
+import { type AlgorithmTwin, ms } from './algorithm.js';
+
+/** The current window's start (µs) and count; Redis keeps one counter key per window instead. */
+export interface WindowCount {
+  start: number;
+  count: number;
+}
+
+interface Work {
+  count: number;
+  start: number;
+}
+
+/** Twin of `fixed-window.lua`. `%` on non-negative doubles is exact, like Lua's math.fmod. */
+export const fixedWindow: AlgorithmTwin<WindowCount, Work> = {
+  check(state, now, p) {
+    const start = now - (now % p.periodUs);
+    const count = state !== undefined && state.start === start ? state.count : 0;
+    if (p.cost > p.limit) return { allowed: false, retryAfterMs: -1, work: { count, start } };
+    if (count + p.cost <= p.limit)
+      return { allowed: true, retryAfterMs: 0, work: { count, start } };
+    return { allowed: false, retryAfterMs: ms(start + p.periodUs - now), work: { count, start } };
+  },
+
+  commit(_state, now, p, { count, start }) {
+    return {
+      state: { start, count: count + p.cost },
+      expiresAtUs: now + ms(start + p.periodUs - now) * 1000,
+      remaining: p.limit - count - p.cost,
+      resetAfterMs: ms(start + p.periodUs - now),
+    };
+  },
+
+  status(_state, now, p, { count, start }) {
+    if (count === 0) return { remaining: p.limit, resetAfterMs: 0 };
+    return { remaining: Math.max(p.limit - count, 0), resetAfterMs: ms(start + p.periodUs - now) };
+  },
+};

@@ -1,0 +1,36 @@
+-- Leaky bucket as a meter, by GCRA (the "funnel"). One integer per key: the theoretical arrival
+-- time (TAT), the moment the bucket would be empty again. The bucket drains one request every
+-- interval = period / limit, rounded up to a whole microsecond so it never drains faster than
+-- configured, and holds up to `burst` requests. A denial writes nothing.
+
+ALGORITHMS.gcra = {}
+
+local function gcra_interval(p)
+  return math.ceil(p.period / p.limit)
+end
+
+function ALGORITHMS.gcra.check(key, now, p)
+  local tat = math.max(tonumber(redis.call('GET', key)) or now, now)
+  if p.cost > p.burst then
+    return 0, -1, tat
+  end
+  local interval = gcra_interval(p)
+  -- How full the bucket would be with this request in it, in microseconds of draining.
+  local level = tat + p.cost * interval - now
+  if level <= p.burst * interval then
+    return 1, 0, tat
+  end
+  return 0, ms(level - p.burst * interval), tat
+end
+
+function ALGORITHMS.gcra.commit(key, now, p, slack, tat)
+  local interval = gcra_interval(p)
+  local new_tat = tat + p.cost * interval
+  redis.call('SET', key, new_tat, 'PX', ms(new_tat - now) + slack)
+  return math.floor((p.burst * interval - (new_tat - now)) / interval), ms(new_tat - now)
+end
+
+function ALGORITHMS.gcra.status(key, now, p, tat)
+  local interval = gcra_interval(p)
+  return math.max(0, math.floor((p.burst * interval - (tat - now)) / interval)), ms(tat - now)
+end

@@ -1,0 +1,30 @@
+import { type AlgorithmTwin, ms, type Params } from './algorithm.js';
+
+const interval = (p: Params) => Math.ceil(p.periodUs / p.limit);
+
+/** Twin of `gcra.lua`. The state is the theoretical arrival time (µs); all arithmetic is integer. */
+export const gcra: AlgorithmTwin<number, number> = {
+  check(stored, now, p) {
+    const tat = Math.max(stored ?? now, now);
+    if (p.cost > p.burst) return { allowed: false, retryAfterMs: -1, work: tat };
+    const level = tat + p.cost * interval(p) - now;
+    if (level <= p.burst * interval(p)) return { allowed: true, retryAfterMs: 0, work: tat };
+    return { allowed: false, retryAfterMs: ms(level - p.burst * interval(p)), work: tat };
+  },
+
+  commit(_stored, now, p, tat) {
+    const newTat = tat + p.cost * interval(p);
+    const resetAfterMs = ms(newTat - now);
+    return {
+      state: newTat,
+      expiresAtUs: now + resetAfterMs * 1000,
+      remaining: Math.floor((p.burst * interval(p) - (newTat - now)) / interval(p)),
+      resetAfterMs,
+    };
+  },
+
+  status(_stored, now, p, tat) {
+    const remaining = Math.max(0, Math.floor((p.burst * interval(p) - (tat - now)) / interval(p)));
+    return { remaining, resetAfterMs: ms(tat - now) };
+  },
+};

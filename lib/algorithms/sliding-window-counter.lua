@@ -1,0 +1,63 @@
+-- Sliding-window counter: two clock-aligned windows, the previous one weighted by how much of it
+-- the sliding window still covers: used = previous * (period - elapsed) / period + current.
+-- O(1) memory (one small hash). Approximate: it assumes the previous window's requests were
+-- spread evenly, so a span of one period can hold somewhat more than `limit` when they were not.
+
+ALGORITHMS.swc = {}
+
+local function swc_read(key, now, p)
+  local start = now - math.fmod(now, p.period)
+  local stored = redis.call('HMGET', key, 'w', 'c', 'p')
+  local window, count = tonumber(stored[1]), tonumber(stored[2]) or 0
+  if window == start then
+    return start, count, tonumber(stored[3]) or 0
+  elseif window == start - p.period then
+    return start, 0, count
+  end
+  return start, 0, 0
+end
+
+local function swc_weighted(now, p, start, previous)
+  return previous * (p.period - (now - start)) / p.period
+end
+
+function ALGORITHMS.swc.check(key, now, p)
+  local start, current, previous = swc_read(key, now, p)
+  if p.cost > p.limit then
+    return 0, -1, current, previous
+  end
+  local weighted = swc_weighted(now, p, start, previous)
+  if weighted + current + p.cost <= p.limit then
+    return 1, 0, current, previous
+  end
+  local retry_at
+  if current + p.cost <= p.limit then
+    -- Later in this window, once the previous window's weight has decayed enough.
+    retry_at = start + p.period - (p.limit - current - p.cost) * p.period / previous
+  else
+    -- In the next window, once this window's count (then the previous) has decayed enough.
+    retry_at = start + p.period + math.max(0, p.period - (p.limit - p.cost) * p.period / current)
+  end
+  return 0, math.max(1, ms(retry_at - now)), current, previous
+end
+
+function ALGORITHMS.swc.commit(key, now, p, slack, current, previous)
+  local start = now - math.fmod(now, p.period)
+  local weighted = swc_weighted(now, p, start, previous)
+  redis.call('HSET', key, 'w', start, 'c', current + p.cost, 'p', previous)
+  -- This window's count matters until the end of the next one, where it is the previous.
+  redis.call('PEXPIRE', key, ms(start + 2 * p.period - now) + slack)
+  return math.floor(p.limit - weighted - current - p.cost), ms(start + 2 * p.period - now)
+end
+
+function ALGORITHMS.swc.status(key, now, p, current, previous)
+  local start = now - math.fmod(now, p.period)
+  local weighted = swc_weighted(now, p, start, previous)
+  local reset = 0
+  if current > 0 then
+    reset = ms(start + 2 * p.period - now)
+  elseif previous > 0 then
+    reset = ms(start + p.period - now)
+  end
+  return math.max(0, math.floor(p.limit - weighted - current)), reset
+end

@@ -1,0 +1,62 @@
+import { type AlgorithmTwin, ms, type Params } from './algorithm.js';
+
+/** The hash `{ w, c, p }`: the current window's start (µs), its count, the previous count. */
+export interface TwoWindows {
+  w: number;
+  c: number;
+  p: number;
+}
+
+interface Work {
+  current: number;
+  previous: number;
+}
+
+function read(state: TwoWindows | undefined, now: number, p: Params) {
+  const start = now - (now % p.periodUs);
+  if (state?.w === start) return { start, current: state.c, previous: state.p };
+  if (state?.w === start - p.periodUs) return { start, current: 0, previous: state.c };
+  return { start, current: 0, previous: 0 };
+}
+
+const weightedPrevious = (now: number, p: Params, start: number, previous: number) =>
+  (previous * (p.periodUs - (now - start))) / p.periodUs;
+
+/** Twin of `sliding-window-counter.lua`: the same float expressions in the same order. */
+export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
+  check(state, now, p) {
+    const { start, current, previous } = read(state, now, p);
+    const work = { current, previous };
+    if (p.cost > p.limit) return { allowed: false, retryAfterMs: -1, work };
+    const weighted = weightedPrevious(now, p, start, previous);
+    if (weighted + current + p.cost <= p.limit) return { allowed: true, retryAfterMs: 0, work };
+    const retryAt =
+      current + p.cost <= p.limit
+        ? start + p.periodUs - ((p.limit - current - p.cost) * p.periodUs) / previous
+        : start +
+          p.periodUs +
+          Math.max(0, p.periodUs - ((p.limit - p.cost) * p.periodUs) / current);
+    return { allowed: false, retryAfterMs: Math.max(1, ms(retryAt - now)), work };
+  },
+
+  commit(_state, now, p, { current, previous }) {
+    const start = now - (now % p.periodUs);
+    const weighted = weightedPrevious(now, p, start, previous);
+    const resetAfterMs = ms(start + 2 * p.periodUs - now);
+    return {
+      state: { w: start, c: current + p.cost, p: previous },
+      expiresAtUs: now + resetAfterMs * 1000,
+      remaining: Math.floor(p.limit - weighted - current - p.cost),
+      resetAfterMs,
+    };
+  },
+
+  status(_state, now, p, { current, previous }) {
+    const start = now - (now % p.periodUs);
+    const weighted = weightedPrevious(now, p, start, previous);
+    let resetAfterMs = 0;
+    if (current > 0) resetAfterMs = ms(start + 2 * p.periodUs - now);
+    else if (previous > 0) resetAfterMs = ms(start + p.periodUs - now);
+    return { remaining: Math.max(0, Math.floor(p.limit - weighted - current)), resetAfterMs };
+  },
+};

@@ -1,0 +1,39 @@
+-- Token bucket: holds up to `burst` tokens and refills `limit` tokens per period, continuously.
+-- Fractions of a token are kept between calls (never floored away), and the refill time moves only
+-- when tokens are taken, so frequent callers cannot starve the refill. A denial writes nothing.
+-- State: a hash { t = tokens left, at = when they were counted (µs) }.
+
+ALGORITHMS.tb = {}
+
+-- When the bucket is full again, on the same millisecond grid as the key's TTL: from then on the
+-- stored state counts as absent, exactly as if the key had already expired.
+local function tb_refill_ms(tokens, p)
+  return ms((p.burst - tokens) * p.period / p.limit)
+end
+
+function ALGORITHMS.tb.check(key, now, p)
+  local stored = redis.call('HMGET', key, 't', 'at')
+  local tokens, at = p.burst, tonumber(stored[2])
+  local left = tonumber(stored[1])
+  if left and now < at + tb_refill_ms(left, p) * 1000 then
+    tokens = math.min(p.burst, left + math.max(now - at, 0) * p.limit / p.period)
+  end
+  if p.cost > p.burst then
+    return 0, -1, tokens
+  end
+  if tokens >= p.cost then
+    return 1, 0, tokens
+  end
+  return 0, ms((p.cost - tokens) * p.period / p.limit), tokens
+end
+
+function ALGORITHMS.tb.commit(key, now, p, slack, tokens)
+  local left = tokens - p.cost
+  redis.call('HSET', key, 't', left, 'at', now)
+  redis.call('PEXPIRE', key, tb_refill_ms(left, p) + slack)
+  return math.floor(left), tb_refill_ms(left, p)
+end
+
+function ALGORITHMS.tb.status(key, now, p, tokens)
+  return math.floor(tokens), tb_refill_ms(tokens, p)
+end

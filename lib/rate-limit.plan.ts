@@ -1,0 +1,132 @@
+import { type ExecutionContext } from '@nestjs/common';
+import {
+  checkAlgorithm,
+  checkCount,
+  checkName,
+  checkShape,
+  configError,
+  MAX_POLICIES,
+  type RateLimitPolicy,
+  type ResolvedPolicy,
+  resolvePolicy,
+} from './rate-limit.policy.js';
+
+/** A policy as written on a route: values may be functions of the request's context. */
+export type RoutePolicy = RateLimitPolicy<ExecutionContext>;
+
+/**
+ * A declared policy, checked when it was declared. `fixed` holds the resolved policy when period
+ * and threshold are plain values; otherwise `resolve` works it out per request.
+ */
+export interface PolicyTemplate {
+  readonly fixed: ResolvedPolicy | undefined;
+  readonly cost: number | ((context: ExecutionContext) => number | Promise<number>);
+  readonly where: string;
+  resolve(context: ExecutionContext): ResolvedPolicy | Promise<ResolvedPolicy>;
+}
+
+// Per-plan limits take few distinct values; the bound only stops a pathological function.
+const MAX_CACHED_VARIANTS = 1000;
+
+/** Checks one or several declared policies and turns them into templates. */
+export function compileTemplates(
+  input: RoutePolicy | readonly RoutePolicy[] | undefined,
+  where: string,
+): PolicyTemplate[] {
+  const list = Array.isArray(input) ? input : [input];
+  if (list.length === 0) throw configError(where, 'policies', input, 'at least one policy');
+  return checkNames(
+    list.map((policy) => compileTemplate(policy, where)),
+    where,
+  );
+}
+
+/** Adds templates to those already declared (stacked decorators), keeping names unique. */
+export function appendTemplates(
+  existing: readonly PolicyTemplate[],
+  added: readonly PolicyTemplate[],
+  where: string,
+): PolicyTemplate[] {
+  return checkNames([...added, ...existing], where);
+}
+
+function checkNames(templates: PolicyTemplate[], where: string): PolicyTemplate[] {
+  if (templates.length > MAX_POLICIES) {
+    throw configError(
+      where,
+      'policies',
+      `${templates.length} of them`,
+      `at most ${MAX_POLICIES} per route`,
+    );
+  }
+  const ids = new Set<string>();
+  for (const { fixed } of templates) {
+    if (fixed === undefined) continue;
+    if (ids.has(fixed.id))
+      throw configError(where, 'name', fixed.name, 'unique among the policies of a route');
+    ids.add(fixed.id);
+  }
+  return templates;
+}
+
+function compileTemplate(policy: RoutePolicy | undefined, where: string): PolicyTemplate {
+  checkShape(policy, where);
+  const { period, threshold, cost = 1, name } = policy ?? {};
+  const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
+  if (typeof period !== 'function' && typeof threshold !== 'function') {
+    const fixed = resolvePolicy(policy, where);
+    return { fixed, cost: costValue, where, resolve: () => fixed };
+  }
+  // Check now what does not depend on the request, so mistakes surface at startup.
+  checkAlgorithm(policy?.algorithm, where);
+  if (name !== undefined) checkName(name, where);
+  if (typeof period !== 'function' && period !== undefined) resolvePolicy({ period }, where);
+  if (policy?.burst !== undefined)
+    resolvePolicy(
+      { algorithm: policy.algorithm, burst: policy.burst, threshold: policy.burst },
+      where,
+    );
+  const variants = new Map<string, ResolvedPolicy>();
+  const resolveWith = (periodValue: unknown, thresholdValue: unknown) => {
+    const cacheKey = `${typeof periodValue}:${String(periodValue)}|${typeof thresholdValue}:${String(thresholdValue)}`;
+    let resolved = variants.get(cacheKey);
+    if (resolved === undefined) {
+      resolved = resolvePolicy(
+        { ...policy, period: periodValue as never, threshold: thresholdValue as never },
+        where,
+      );
+      if (variants.size >= MAX_CACHED_VARIANTS) variants.clear();
+      variants.set(cacheKey, resolved);
+    }
+    return resolved;
+  };
+  return {
+    fixed: undefined,
+    cost: costValue,
+    where,
+    resolve(context) {
+      const p = typeof period === 'function' ? period(context) : period;
+      const t = typeof threshold === 'function' ? threshold(context) : threshold;
+      if (isPromise(p) || isPromise(t))
+        return Promise.all([p, t]).then(([pv, tv]) => resolveWith(pv, tv));
+      return resolveWith(p, t);
+    },
+  };
+}
+
+/** The cost of one request under a template, checked: a positive integer. */
+export function resolveCost(
+  template: PolicyTemplate,
+  context: ExecutionContext,
+): number | Promise<number> {
+  const { cost, where } = template;
+  if (typeof cost === 'number') return cost;
+  const value = cost(context);
+  return isPromise(value)
+    ? value.then((v) => checkCount(v, 'cost', where))
+    : checkCount(value, 'cost', where);
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T> | undefined)?.then === 'function';
+}
