@@ -1,0 +1,213 @@
+/**
+ * Reference model of every algorithm, written from its definition over the full history of
+ * allowed requests rather than from stored state. Slow and plain on purpose: the stores must
+ * agree with it decision by decision.
+ *
+ * Where the arithmetic is integer (the log, the fixed window, GCRA), waits are found by
+ * searching for the first whole millisecond at which the request would fit, instead of by the
+ * closed forms the scripts use. The float algorithms (token bucket, sliding counter) state their
+ * formulas once, in the same operation order as the scripts, because a float model can only be
+ * compared bit for bit if it rounds the same way.
+ */
+import { type Algorithm } from '../../lib/algorithms/algorithm.js';
+
+export interface ModelPolicy {
+  algorithm: Algorithm;
+  periodUs: number;
+  limit: number;
+  burst: number;
+}
+
+/** One allowed request in a key's history. */
+export interface Event {
+  t: number;
+  cost: number;
+}
+
+export interface ModelAnswer {
+  allowed: boolean;
+  remaining: number;
+  /** -1: never. */
+  retryAfterMs: number;
+  resetAfterMs: number;
+}
+
+interface Verdict {
+  allowed: boolean;
+  retryAfterMs: number;
+  /** Remaining and reset if this request is recorded. */
+  after: () => { remaining: number; resetAfterMs: number };
+  /** Remaining and reset if it is not. */
+  now: () => { remaining: number; resetAfterMs: number };
+}
+
+const ms = (us: number) => Math.ceil(us / 1000);
+const sum = (events: Event[]) => events.reduce((total, e) => total + e.cost, 0);
+
+/** The first d in [lo, hi] with fits(d), for a monotone predicate. */
+function firstTrue(lo: number, hi: number, fits: (d: number) => boolean): number {
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (fits(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+// Sliding-window log: the requests allowed in (now - period, now].
+function slidingWindow(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
+  const inWindow = (at: number) => sum(history.filter((e) => e.t > at - p.periodUs));
+  const count = inWindow(now);
+  const fitsAt = (d: number) => inWindow(now + d * 1000) + cost <= p.limit;
+  const emptyAt = (d: number) => inWindow(now + d * 1000) === 0;
+  const horizon = ms(p.periodUs) + 1;
+  return {
+    allowed: cost <= p.limit && count + cost <= p.limit,
+    retryAfterMs: cost > p.limit ? -1 : firstTrue(1, horizon, fitsAt),
+    after: () => ({ remaining: p.limit - count - cost, resetAfterMs: ms(p.periodUs) }),
+    now: () => ({
+      remaining: Math.max(p.limit - count, 0),
+      resetAfterMs: firstTrue(0, horizon, emptyAt),
+    }),
+  };
+}
+
+// Fixed window: the requests allowed in the clock-aligned window that holds `now`.
+function fixedWindow(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
+  const windowOf = (t: number) => Math.floor(t / p.periodUs);
+  const inWindow = (at: number) => sum(history.filter((e) => windowOf(e.t) === windowOf(at)));
+  const count = inWindow(now);
+  const horizon = ms(p.periodUs) + 1;
+  const nextWindow = firstTrue(1, horizon, (d) => windowOf(now + d * 1000) !== windowOf(now));
+  return {
+    allowed: cost <= p.limit && count + cost <= p.limit,
+    retryAfterMs: cost > p.limit ? -1 : nextWindow,
+    after: () => ({ remaining: p.limit - count - cost, resetAfterMs: nextWindow }),
+    now: () => ({
+      remaining: Math.max(p.limit - count, 0),
+      resetAfterMs: count === 0 ? 0 : nextWindow,
+    }),
+  };
+}
+
+// Sliding-window counter: previous window weighted by the part the sliding window still covers.
+function slidingWindowCounter(
+  history: Event[],
+  now: number,
+  p: ModelPolicy,
+  cost: number,
+): Verdict {
+  const P = p.periodUs;
+  const start = now - (now % P);
+  const current = sum(history.filter((e) => e.t >= start && e.t < start + P));
+  const previous = sum(history.filter((e) => e.t >= start - P && e.t < start));
+  const weighted = (previous * (P - (now - start))) / P;
+  const allowed = cost <= p.limit && weighted + current + cost <= p.limit;
+  let retryAfterMs = 0;
+  if (cost > p.limit) retryAfterMs = -1;
+  else if (!allowed) {
+    const retryAt =
+      current + cost <= p.limit
+        ? start + P - ((p.limit - current - cost) * P) / previous
+        : start + P + Math.max(0, P - ((p.limit - cost) * P) / current);
+    retryAfterMs = Math.max(1, ms(retryAt - now));
+  }
+  const resetNow = current > 0 ? ms(start + 2 * P - now) : previous > 0 ? ms(start + P - now) : 0;
+  return {
+    allowed,
+    retryAfterMs,
+    after: () => ({
+      remaining: Math.floor(p.limit - weighted - current - cost),
+      resetAfterMs: ms(start + 2 * P - now),
+    }),
+    now: () => ({
+      remaining: Math.max(0, Math.floor(p.limit - weighted - current)),
+      resetAfterMs: resetNow,
+    }),
+  };
+}
+
+// Token bucket: replays the history. Full at the start; refills limit per period, continuously,
+// and counts as full from the millisecond it would be full again.
+function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
+  const refillMs = (tokens: number) => ms(((p.burst - tokens) * p.periodUs) / p.limit);
+  const level = (left: number | undefined, at: number, t: number) => {
+    if (left === undefined || t >= at + refillMs(left) * 1000) return p.burst;
+    return Math.min(p.burst, left + (Math.max(t - at, 0) * p.limit) / p.periodUs);
+  };
+  let left: number | undefined;
+  let at = 0;
+  for (const e of history) {
+    left = level(left, at, e.t) - e.cost;
+    at = e.t;
+  }
+  const tokens = level(left, at, now);
+  return {
+    allowed: cost <= p.burst && tokens >= cost,
+    retryAfterMs:
+      cost > p.burst ? -1 : tokens >= cost ? 0 : ms(((cost - tokens) * p.periodUs) / p.limit),
+    after: () => ({ remaining: Math.floor(tokens - cost), resetAfterMs: refillMs(tokens - cost) }),
+    now: () => ({ remaining: Math.floor(tokens), resetAfterMs: refillMs(tokens) }),
+  };
+}
+
+// GCRA: the theoretical arrival time after replaying the history; integer microseconds.
+function leakyBucket(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
+  const interval = Math.ceil(p.periodUs / p.limit);
+  const capacity = p.burst * interval;
+  let tat = -Infinity;
+  for (const e of history) tat = Math.max(tat, e.t) + e.cost * interval;
+  const levelAt = (t: number) => Math.max(tat, t) - t;
+  const fitsAt = (d: number) => levelAt(now + d * 1000) + cost * interval <= capacity;
+  const horizon = ms(capacity) + 1;
+  const level = levelAt(now);
+  return {
+    allowed: cost <= p.burst && level + cost * interval <= capacity,
+    retryAfterMs: cost > p.burst ? -1 : firstTrue(0, horizon, fitsAt),
+    after: () => ({
+      remaining: Math.floor((capacity - level - cost * interval) / interval),
+      resetAfterMs: ms(level + cost * interval),
+    }),
+    now: () => ({
+      remaining: Math.max(0, Math.floor((capacity - level) / interval)),
+      resetAfterMs: ms(level),
+    }),
+  };
+}
+
+const ALGORITHMS: Record<Algorithm, typeof slidingWindow> = {
+  'sliding-window': slidingWindow,
+  'fixed-window': fixedWindow,
+  'sliding-window-counter': slidingWindowCounter,
+  'token-bucket': tokenBucket,
+  'leaky-bucket': leakyBucket,
+};
+
+/**
+ * A model of one store: per key, the history of allowed requests. `decide` answers like
+ * `RateLimitStore.consume`: all policies must allow, or nothing is recorded.
+ */
+export class ReferenceModel {
+  private readonly histories = new Map<string, Event[]>();
+
+  decide(keys: string[], policies: ModelPolicy[], costs: number[], now: number) {
+    const verdicts = policies.map((p, i) =>
+      ALGORITHMS[p.algorithm](this.history(keys[i]), now, p, costs[i]),
+    );
+    const allowed = verdicts.every((v) => v.allowed);
+    const answers: ModelAnswer[] = verdicts.map((v) => {
+      const view = allowed ? v.after() : v.now();
+      const retryAfterMs = allowed || v.allowed ? 0 : v.retryAfterMs;
+      return { allowed: v.allowed, retryAfterMs, ...view };
+    });
+    if (allowed) keys.forEach((key, i) => this.history(key).push({ t: now, cost: costs[i] }));
+    return { allowed, answers };
+  }
+
+  /** The allowed requests of a key so far, oldest first. */
+  history(key: string): Event[] {
+    let events = this.histories.get(key);
+    if (events === undefined) this.histories.set(key, (events = []));
+    return events;
+  }
+}
