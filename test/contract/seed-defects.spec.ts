@@ -7,15 +7,22 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { MemoryStore, RedisStore, type RateLimitStore } from '../../lib/index.js';
+import { type Algorithm } from '../../lib/algorithms/algorithm.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
 import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 
+const SEED_000 = '000_7e1dcc959a08d978';
 const SEED_001 = '001_97de4ce48a58e2e4';
+const SEED_002 = '002_72a0c820057b0e58';
 const SEED_003 = '003_e81377d34d097bd0';
 const SEED_004 = '004_df9a5c683668138a';
-const policy = (period: number | string, threshold: number) =>
-  resolvePolicy({ period, threshold }, 'seed test');
+const policy = (
+  period: number | string,
+  threshold: number,
+  algorithm?: Algorithm,
+  burst?: number,
+) => resolvePolicy({ period, threshold, algorithm, burst }, 'seed test');
 const newKey = () => `seed:{${randomUUID()}}`;
 
 describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
@@ -99,6 +106,88 @@ describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
   });
 });
 
+describe.each(STORE_KINDS)(
+  'seed defects of the bucket and window algorithms on the %s store',
+  (kind) => {
+    const redis = useRedis(kind);
+    const makeStore = (clock?: TestClock): RateLimitStore =>
+      kind === 'memory'
+        ? new MemoryStore({ clock: clock?.now })
+        : new RedisStore({ client: redis().client(), clock: clock?.now });
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+    it(`${SEED_000}: floored refill reset on every call — callers faster than the rate still get refills`, async () => {
+      const clock = new TestClock();
+      const store = makeStore(clock);
+      const key = newKey();
+      const p = policy('1s', 2, 'token-bucket', 1);
+      expect((await consumeOne(store, key, p)).allowed).toBe(true);
+      // Call every 200 ms for 10 s: in the seed, floor(0.2 s x 2/s) = 0 and the refill time moves
+      // on every call, so the bucket never refills. Here fractions accumulate across calls.
+      let allowed = 0;
+      for (let t = 200; t <= 10_000; t += 200) {
+        clock.advance(200);
+        if ((await consumeOne(store, key, p)).allowed) allowed++;
+      }
+      // A token every 500 ms, taken on the 200 ms call grid: one every 600 ms.
+      expect(allowed).toBe(16);
+    });
+
+    it(`${SEED_002}: token bucket reads TIME in seconds as if ms — the refill runs at the configured rate`, async () => {
+      const store = makeStore();
+      const key = newKey();
+      const p = policy('1s', 10, 'token-bucket');
+      const drained = await Promise.all(
+        Array.from({ length: 11 }, () => consumeOne(store, key, p)),
+      );
+      expect(drained.filter((d) => d.allowed)).toHaveLength(10);
+      // Ten a second is one per 100 ms, read from the real clock (Redis TIME on the Redis store).
+      await sleep(150);
+      expect((await consumeOne(store, key, p)).allowed).toBe(true);
+      expect((await consumeOne(store, key, p)).allowed).toBe(false);
+    });
+
+    it(`${SEED_002}: fixed window's SET NX never increments — the window counts every request`, async () => {
+      const clock = new TestClock(1_700_000_040_000);
+      const store = makeStore(clock);
+      const key = newKey();
+      const p = policy('1m', 3, 'fixed-window');
+      const answers = [];
+      for (let i = 0; i < 5; i++) answers.push((await consumeOne(store, key, p)).allowed);
+      expect(answers).toEqual([true, true, true, false, false]);
+    });
+
+    it(`${SEED_002}: leaky bucket's SET NX never moves the drain time — it drains threshold per period, not one`, async () => {
+      const clock = new TestClock();
+      const store = makeStore(clock);
+      const key = newKey();
+      const p = policy('1s', 10, 'leaky-bucket', 1);
+      let allowed = 0;
+      for (let i = 0; i < 20; i++) {
+        if ((await consumeOne(store, key, p)).allowed) allowed++;
+        clock.advance(100);
+      }
+      expect(allowed).toBe(20);
+    });
+
+    it.each<Algorithm>(['token-bucket', 'leaky-bucket', 'fixed-window', 'sliding-window-counter'])(
+      `${SEED_001}: separate GET and SET race — concurrent %s decisions never exceed the limit`,
+      async (algorithm) => {
+        // Three clients on Redis; in memory, one process's store is the whole story.
+        const shared = makeStore();
+        const stores =
+          kind === 'redis' ? [shared, makeStore(), makeStore()] : [shared, shared, shared];
+        const key = newKey();
+        const p = policy('1h', 10, algorithm);
+        const decisions = await Promise.all(
+          Array.from({ length: 90 }, (_, i) => consumeOne(stores[i % 3], key, p)),
+        );
+        expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+      },
+    );
+  },
+);
+
 describe('seed defects that need Redis', () => {
   const redis = useRedis('redis');
 
@@ -137,6 +226,55 @@ describe('seed defects that need Redis', () => {
     const [, score] = await client.zrange(key, '0', '-1', 'WITHSCORES');
     expect(Number(score)).toBeGreaterThanOrEqual(before);
     expect(Number(score)).toBeLessThanOrEqual(after);
+  });
+
+  it.each<Algorithm>(['leaky-bucket', 'token-bucket', 'fixed-window', 'sliding-window-counter'])(
+    `${SEED_003}: O(N) memory for large limits — %s keeps one small key however many requests it counts`,
+    async (algorithm) => {
+      const client = redis().client();
+      const store = new RedisStore({ client });
+      const key = newKey();
+      const p = policy('1h', 1000, algorithm);
+      const sizeAfter = async (n: number) => {
+        for (let i = 0; i < n; i++) await consumeOne(store, key, p);
+        const keys = await client.keys(`${key}*`);
+        expect(keys).toHaveLength(1);
+        return Number(await client.memory('USAGE', keys[0]));
+      };
+      const afterOne = await sizeAfter(1);
+      const afterFiveHundred = await sizeAfter(499);
+      // A fractional token count is a longer string than an integer, and that is all that grows.
+      expect(afterFiveHundred).toBeLessThanOrEqual(afterOne + 24);
+      expect(afterFiveHundred).toBeLessThan(200);
+    },
+  );
+
+  it(`${SEED_000}: caller's clock — the token bucket and GCRA read Redis TIME, never the process clock`, async () => {
+    const client = redis().client();
+    const store = new RedisStore({ client });
+    const serverMicros = async () => {
+      const [s, us] = await client.time();
+      return Number(s) * 1e6 + Number(us);
+    };
+    const realDateNow = Date.now;
+    const before = await serverMicros();
+    const bucketKey = newKey();
+    const gcraKey = newKey();
+    try {
+      Date.now = () => realDateNow() + 3_600_000;
+      await consumeOne(store, bucketKey, policy('1m', 5, 'token-bucket'));
+      await consumeOne(store, gcraKey, policy('1m', 5, 'leaky-bucket'));
+    } finally {
+      Date.now = realDateNow;
+    }
+    const after = await serverMicros();
+    const at = Number(await client.hget(bucketKey, 'at'));
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(after);
+    // GCRA stores the time the bucket empties: now plus one emission interval of 12 s.
+    const tat = Number(await client.get(gcraKey));
+    expect(tat - 12_000_000).toBeGreaterThanOrEqual(before);
+    expect(tat - 12_000_000).toBeLessThanOrEqual(after);
   });
 
   it(`${SEED_004}: no TTL in the Lua version — every write leaves a TTL of at most one window`, async () => {
