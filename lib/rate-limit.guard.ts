@@ -78,7 +78,7 @@ export class RateLimitGuard implements CanActivate {
     const head = this.keyHead(plan, req) + encodeKeyPart(tracker);
     const keys = new Array<string>(policies.length);
     for (let i = 0; i < keys.length; i++) {
-      keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i]) : plan.tails[i]);
+      keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i], i) : plan.tails[i]);
     }
     const decision = await this.store.consume(keys, policies, costs);
 
@@ -151,7 +151,7 @@ export class RateLimitGuard implements CanActivate {
         (handler as { name: string }).name,
       ),
       policies: fixed,
-      tails: fixed?.map((p) => KeyBuilder.tail(p)),
+      tails: fixed?.map((p, i) => KeyBuilder.tail(p, i)),
       policyHeader: fixed && policyHeader(fixed),
       costs,
       method: '',

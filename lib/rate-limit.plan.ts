@@ -20,6 +20,8 @@ export type RoutePolicy = RateLimitPolicy<ExecutionContext>;
  */
 export interface PolicyTemplate {
   readonly fixed: ResolvedPolicy | undefined;
+  /** The name, when known before any request: given, or derived from fixed values. */
+  readonly name: string | undefined;
   readonly cost: number | ((context: ExecutionContext) => number | Promise<number>);
   readonly where: string;
   resolve(context: ExecutionContext): ResolvedPolicy | Promise<ResolvedPolicy>;
@@ -59,12 +61,14 @@ function checkNames(templates: PolicyTemplate[], where: string): PolicyTemplate[
       `at most ${MAX_POLICIES} per route`,
     );
   }
-  const ids = new Set<string>();
-  for (const { fixed } of templates) {
-    if (fixed === undefined) continue;
-    if (ids.has(fixed.id))
-      throw configError(where, 'name', fixed.name, 'unique among the policies of a route');
-    ids.add(fixed.id);
+  // Names label the policies in the headers, so they must tell them apart. A dynamic policy
+  // without a name is named per request; its key is still its own through its position.
+  const names = new Set<string>();
+  for (const { name } of templates) {
+    if (name === undefined) continue;
+    if (names.has(name))
+      throw configError(where, 'name', name, 'unique among the policies of a route');
+    names.add(name);
   }
   return templates;
 }
@@ -75,7 +79,7 @@ function compileTemplate(policy: RoutePolicy | undefined, where: string): Policy
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
   if (typeof period !== 'function' && typeof threshold !== 'function') {
     const fixed = resolvePolicy(policy, where);
-    return { fixed, cost: costValue, where, resolve: () => fixed };
+    return { fixed, name: fixed.name, cost: costValue, where, resolve: () => fixed };
   }
   // Check now what does not depend on the request, so mistakes surface at startup.
   checkAlgorithm(policy?.algorithm, where);
@@ -102,6 +106,7 @@ function compileTemplate(policy: RoutePolicy | undefined, where: string): Policy
   };
   return {
     fixed: undefined,
+    name,
     cost: costValue,
     where,
     resolve(context) {

@@ -61,7 +61,7 @@ export class RateLimitService {
       throw configError(WHERE, 'key', key, 'a non-empty string');
     const { policies, costs } = this.compile(policy);
     const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', WHERE);
-    const keys = policies.map((p) => this.keys.forKey(key, p));
+    const keys = policies.map((p, i) => this.keys.forKey(key, p, i));
     return this.store.consume(
       keys,
       policies,

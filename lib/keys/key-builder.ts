@@ -30,8 +30,8 @@ function escapeChar(c: string): string {
 }
 
 /**
- * Builds keys of the form `<prefix>:{<route>|<tracker>}:<policy>` for HTTP routes and
- * `<prefix>:{<key>}:<policy>` for `RateLimitService.consume`. Everything between the braces is
+ * Builds keys of the form `<prefix>:{<route>|<tracker>}:<index>:<policy id>` for HTTP routes and
+ * `<prefix>:{<key>}:<index>:<policy id>` for `RateLimitService.consume`. Everything between the braces is
  * the Redis Cluster hash tag, so all keys of one decision land in one slot.
  */
 export class KeyBuilder {
@@ -42,13 +42,16 @@ export class KeyBuilder {
     return `${this.prefix}:{${encodeKeyPart(route)}|`;
   }
 
-  /** What follows the tracker in a route key for one policy: `}:<policy id>`. */
-  static tail(policy: ResolvedPolicy): string {
-    return `}:${policy.id}`;
+  /**
+   * What follows the tracker in a route key for the policy at `index`: `}:<index>:<policy id>`.
+   * The position keeps two policies apart even when per-request values make them look alike.
+   */
+  static tail(policy: ResolvedPolicy, index: number): string {
+    return `}:${index}:${policy.id}`;
   }
 
   /** A key for programmatic use; the missing `|` keeps it apart from every route key. */
-  forKey(key: string, policy: ResolvedPolicy): string {
-    return `${this.prefix}:{${encodeKeyPart(key)}}:${policy.id}`;
+  forKey(key: string, policy: ResolvedPolicy, index: number): string {
+    return `${this.prefix}:{${encodeKeyPart(key)}${KeyBuilder.tail(policy, index)}`;
   }
 }

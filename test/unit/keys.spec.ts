@@ -15,20 +15,20 @@ describe('keys', () => {
   const keys = new KeyBuilder('rl');
   const seedPolicy = resolvePolicy({ period: 30, threshold: 2 }, 'test');
   const routeKey = (route: string, tracker: string) =>
-    keys.routeHead(route) + encodeKeyPart(tracker) + KeyBuilder.tail(seedPolicy);
+    keys.routeHead(route) + encodeKeyPart(tracker) + KeyBuilder.tail(seedPolicy, 0);
 
   it('reads well for ordinary input', () => {
     expect(routeKey('GET /items/:id', 'ip:10.0.0.1')).toBe(
-      'rl:{GET /items/:id|ip:10.0.0.1}:sw:2-per-30s',
+      'rl:{GET /items/:id|ip:10.0.0.1}:0:sw:2-per-30s',
     );
-    expect(keys.forKey('laoqian:reply', resolvePolicy({ period: 60, threshold: 5 }, 'test'))).toBe(
-      'rl:{laoqian:reply}:sw:5-per-1m',
-    );
+    expect(
+      keys.forKey('laoqian:reply', resolvePolicy({ period: 60, threshold: 5 }, 'test'), 0),
+    ).toBe('rl:{laoqian:reply}:0:sw:5-per-1m');
     const bucket = resolvePolicy(
       { period: '1h', threshold: 1000, algorithm: 'leaky-bucket' },
       'test',
     );
-    expect(keys.forKey('k', bucket)).toBe('rl:{k}:gcra:1000-per-1h');
+    expect(keys.forKey('k', bucket, 1)).toBe('rl:{k}:1:gcra:1000-per-1h');
   });
 
   it('never collides: user a:b on route c differs from user a on route b:c, and from separators', () => {
@@ -47,7 +47,7 @@ describe('keys', () => {
     ];
     const built = pairs.map(([route, tracker]) => routeKey(route, tracker));
     expect(new Set(built).size).toBe(pairs.length);
-    const programmatic = keys.forKey('c|a:b', seedPolicy);
+    const programmatic = keys.forKey('c|a:b', seedPolicy, 0);
     expect(built).not.toContain(programmatic);
   });
 
