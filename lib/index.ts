@@ -2,7 +2,11 @@ export { RateLimitModule } from './rate-limit.module.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitService, type ConsumeOptions } from './rate-limit.service.js';
-export { RateLimitException, COST_TOO_HIGH_MESSAGE } from './rate-limit.exception.js';
+export {
+  RateLimitException,
+  COST_TOO_HIGH_MESSAGE,
+  STORE_UNAVAILABLE_MESSAGE,
+} from './rate-limit.exception.js';
 export { RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
 export {
   type RateLimitModuleOptions,
@@ -27,6 +31,9 @@ export {
   type RateLimitDecision,
   type PolicyDecision,
   type Clock,
+  type StoreErrorPolicy,
 } from './stores/store.interface.js';
+export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
+export { StoreTimeoutError } from './stores/deadlines.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.store.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory/memory.store.js';

@@ -1,17 +1,28 @@
-import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import {
+  type CanActivate,
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  ServiceUnavailableException,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { policyHeader, writeRateLimitHeaders } from './http/headers.js';
+import { policyHeader, retryAfterSeconds, writeRateLimitHeaders } from './http/headers.js';
 import {
   type HttpRequestLike,
   type HttpResponseLike,
   routeMethod,
   routePattern,
+  setHeader,
 } from './http/request.js';
 import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
 import { defaultTracker } from './keys/tracker.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
 import { placeName } from './rate-limit.decorator.js';
-import { COST_TOO_HIGH_MESSAGE, RateLimitException } from './rate-limit.exception.js';
+import {
+  COST_TOO_HIGH_MESSAGE,
+  RateLimitException,
+  STORE_UNAVAILABLE_MESSAGE,
+} from './rate-limit.exception.js';
 import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
 import { type PolicyTemplate, resolveCost } from './rate-limit.plan.js';
 import { type ResolvedPolicy } from './rate-limit.policy.js';
@@ -81,14 +92,15 @@ export class RateLimitGuard implements CanActivate {
       keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i], i) : plan.tails[i]);
     }
     const decision = await this.store.consume(keys, policies, costs);
+    const res = http.getResponse<HttpResponseLike>();
+    if (decision.degraded === 'allow') return true;
+    if (decision.degraded === 'deny') {
+      setHeader(res, 'Retry-After', retryAfterSeconds(decision.retryAfterMs));
+      throw new ServiceUnavailableException(STORE_UNAVAILABLE_MESSAGE);
+    }
 
     const header = plan.policyHeader ?? policyHeader(policies);
-    writeRateLimitHeaders(
-      http.getResponse<HttpResponseLike>(),
-      this.options.headers,
-      header,
-      decision,
-    );
+    writeRateLimitHeaders(res, this.options.headers, header, decision);
     if (!decision.allowed) {
       const never = decision.retryAfterMs === Infinity;
       throw new RateLimitException(

@@ -19,6 +19,7 @@ import {
   type RateLimitModuleOptions,
   type RateLimitOptionsFactory,
   type RateLimitRootOptions,
+  type ResolvedRateLimitOptions,
   resolveOptions,
 } from './rate-limit.options.js';
 import { configError } from './rate-limit.policy.js';
@@ -35,7 +36,8 @@ const derivedProviders: Provider[] = [
   {
     provide: RATE_LIMIT_STORE_HANDLE,
     // Depends on the resolved options so invalid options fail before any client is created.
-    useFactory: (raw: RateLimitModuleOptions) => createStore(raw),
+    useFactory: (raw: RateLimitModuleOptions, options: ResolvedRateLimitOptions) =>
+      createStore(raw, options, new Logger('RateLimit')),
     inject: [RATE_LIMIT_RAW_OPTIONS, RATE_LIMIT_OPTIONS],
   },
   {
@@ -129,6 +131,11 @@ export class RateLimitModule implements OnApplicationShutdown {
     const providers = [...optionProviders, ...derivedProviders];
     if (globalGuard) providers.push({ provide: APP_GUARD, useExisting: RateLimitGuard });
     return { module: RateLimitModule, global: true, imports, providers, exports: exported };
+  }
+
+  /** Lets a client the module created connect before requests arrive (bounded by its timeout). */
+  async onModuleInit(): Promise<void> {
+    await this.handle.ready();
   }
 
   onApplicationBootstrap(): void {

@@ -2,7 +2,11 @@ import { type ExecutionContext, type ModuleMetadata, type Type } from '@nestjs/c
 import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { HEADER_MODES, type HeaderMode } from './http/headers.js';
 import { configError } from './rate-limit.policy.js';
-import { type Clock, type RateLimitStore } from './stores/store.interface.js';
+import {
+  type Clock,
+  type RateLimitStore,
+  type StoreErrorPolicy,
+} from './stores/store.interface.js';
 
 /** An ioredis client or cluster, ioredis options, or a `redis://` URL. */
 export type RedisConnection = Redis | Cluster | RedisOptions | string;
@@ -34,6 +38,22 @@ export interface RateLimitModuleOptions {
    * Redis store reads Redis `TIME`, one clock for every instance.
    */
   clock?: Clock;
+  /**
+   * Longest wait for Redis (or a custom store) per decision, in ms; past it, `onStoreError`
+   * answers. Default 100.
+   */
+  timeout?: number;
+  /**
+   * What answers while the store fails or is too slow: `'memory'` keeps limiting per instance in
+   * memory, `'allow'` lets every request through, `'deny'` answers 503 with `Retry-After`.
+   * Default `'memory'`.
+   */
+  onStoreError?: StoreErrorPolicy;
+  /**
+   * Most keys the memory store holds (as the store, or as the fallback); past it the least
+   * recently used are dropped. Default 1,000,000.
+   */
+  maxMemoryKeys?: number;
 }
 
 /** `forRoot()` options: the module options plus whether the guard is global. */
@@ -66,9 +86,15 @@ export interface ResolvedRateLimitOptions {
   readonly headers: HeaderMode;
   readonly errorMessage: string;
   readonly ipv6Subnet: number;
+  readonly timeout: number;
+  readonly onStoreError: StoreErrorPolicy;
+  readonly maxMemoryKeys: number;
 }
 
 export const DEFAULT_KEY_PREFIX = 'rate-limit';
+export const DEFAULT_TIMEOUT_MS = 100;
+export const DEFAULT_MAX_MEMORY_KEYS = 1_000_000;
+const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
 
 /** Validates options once, at bootstrap, into a frozen form the hot path never re-checks. */
@@ -99,11 +125,40 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
   if (raw.clock !== undefined && typeof raw.clock !== 'function') {
     throw configError(where, 'clock', raw.clock, 'a function returning milliseconds');
   }
+  const timeout = raw.timeout ?? DEFAULT_TIMEOUT_MS;
+  if (
+    typeof timeout !== 'number' ||
+    !Number.isInteger(timeout) ||
+    timeout < 1 ||
+    timeout > 60_000
+  ) {
+    throw configError(where, 'timeout', timeout, 'a whole number of ms from 1 to 60000');
+  }
+  const onStoreError = raw.onStoreError ?? 'memory';
+  if (!STORE_ERROR_POLICIES.includes(onStoreError)) {
+    throw configError(
+      where,
+      'onStoreError',
+      onStoreError,
+      `one of ${STORE_ERROR_POLICIES.join(', ')}`,
+    );
+  }
+  const maxMemoryKeys = raw.maxMemoryKeys ?? DEFAULT_MAX_MEMORY_KEYS;
+  if (
+    typeof maxMemoryKeys !== 'number' ||
+    !Number.isSafeInteger(maxMemoryKeys) ||
+    maxMemoryKeys < 1
+  ) {
+    throw configError(where, 'maxMemoryKeys', maxMemoryKeys, 'a positive integer');
+  }
   return Object.freeze({
     keyPrefix,
     getTracker: raw.getTracker,
     headers,
     errorMessage,
     ipv6Subnet,
+    timeout,
+    onStoreError,
+    maxMemoryKeys,
   });
 }

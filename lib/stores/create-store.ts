@@ -1,46 +1,102 @@
-import { Redis } from 'ioredis';
-import { type RateLimitModuleOptions } from '../rate-limit.options.js';
+import { Redis, type RedisOptions } from 'ioredis';
+import {
+  type ResolvedRateLimitOptions,
+  type RateLimitModuleOptions,
+} from '../rate-limit.options.js';
 import { configError } from '../rate-limit.policy.js';
 import { MemoryStore } from './memory/memory.store.js';
 import { RedisStore } from './redis/redis.store.js';
+import { type OutageLogger, ResilientStore } from './resilient.store.js';
 import { type RateLimitStore } from './store.interface.js';
 
-/** The active store, and whether the module made it (and so closes it on shutdown). */
+/** The active store, whether the module made it (and so closes it), and how to await its link. */
 export interface StoreHandle {
   readonly store: RateLimitStore;
   readonly owned: boolean;
   readonly kind: 'redis' | 'memory' | 'custom';
+  /** Resolves once a client the module created is connected, or after its connect timeout. */
+  readonly ready: () => Promise<void>;
 }
 
-/** Picks the store the options describe: a custom one, Redis, or memory. */
-export function createStore(options: RateLimitModuleOptions): StoreHandle {
-  const { store, redis, clock } = options;
+/**
+ * Defaults for clients the module creates: fail at once while disconnected instead of queueing
+ * commands (the fallback answers meanwhile), retry a command at most once, and keep reconnecting
+ * quickly so shared limiting resumes soon after Redis is back. Options you pass override them.
+ */
+export const CLIENT_DEFAULTS: Readonly<RedisOptions> = Object.freeze({
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 2000,
+  retryStrategy: (attempt: number) => Math.min(50 * attempt, 250),
+});
+
+const WHERE = 'RateLimitModule options';
+const nothingToAwait = () => Promise.resolve();
+
+/**
+ * Picks the store the options describe: a custom one, Redis, or memory. Anything but a memory
+ * store is wrapped so that a decision never waits past `timeout` and failures get `onStoreError`.
+ */
+export function createStore(
+  raw: RateLimitModuleOptions,
+  options: ResolvedRateLimitOptions,
+  logger: OutageLogger,
+): StoreHandle {
+  const { store, redis, clock } = raw;
+  const memory = () => new MemoryStore({ clock, maxKeys: options.maxMemoryKeys });
+  const resilient = (primary: RateLimitStore, ownsPrimary: boolean) =>
+    new ResilientStore(primary, {
+      timeoutMs: options.timeout,
+      onStoreError: options.onStoreError,
+      fallback: memory(),
+      ownsPrimary,
+      logger,
+    });
+
   if (store !== undefined) {
     if (store === null || typeof store.consume !== 'function') {
-      throw configError(
-        'RateLimitModule options',
-        'store',
-        store,
-        'an object with a consume() method',
-      );
+      throw configError(WHERE, 'store', store, 'an object with a consume() method');
     }
-    return { store, owned: false, kind: 'custom' };
+    // A memory store cannot fail or stall, so there is nothing to guard it against.
+    if (store instanceof MemoryStore)
+      return { store, owned: false, kind: 'custom', ready: nothingToAwait };
+    return { store: resilient(store, false), owned: true, kind: 'custom', ready: nothingToAwait };
   }
   if (redis === undefined)
-    return { store: new MemoryStore({ clock }), owned: true, kind: 'memory' };
+    return { store: memory(), owned: true, kind: 'memory', ready: nothingToAwait };
   if (isClient(redis)) {
-    return { store: new RedisStore({ client: redis, clock }), owned: false, kind: 'redis' };
+    const primary = new RedisStore({ client: redis, clock });
+    return { store: resilient(primary, false), owned: true, kind: 'redis', ready: nothingToAwait };
   }
   if (typeof redis !== 'string' && (redis === null || typeof redis !== 'object')) {
-    throw configError(
-      'RateLimitModule options',
-      'redis',
-      redis,
-      'an ioredis client, ioredis options or a URL',
-    );
+    throw configError(WHERE, 'redis', redis, 'an ioredis client, ioredis options or a URL');
   }
-  const client = typeof redis === 'string' ? new Redis(redis) : new Redis(redis);
-  return { store: new RedisStore({ client, clock, ownsClient: true }), owned: true, kind: 'redis' };
+  const client =
+    typeof redis === 'string'
+      ? new Redis(redis, CLIENT_DEFAULTS)
+      : new Redis({ ...CLIENT_DEFAULTS, ...redis });
+  // Connection errors are answered by the fallback and logged once; keep them off the process.
+  client.on('error', () => {});
+  const primary = new RedisStore({ client, clock, ownsClient: true });
+  return {
+    store: resilient(primary, true),
+    owned: true,
+    kind: 'redis',
+    ready: () => connected(client),
+  };
+}
+
+function connected(client: Redis): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      client.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, CLIENT_DEFAULTS.connectTimeout).unref();
+    client.once('ready', done);
+  });
 }
 
 // Duck-typed so a client from another copy of ioredis (or a Cluster) is still recognised.

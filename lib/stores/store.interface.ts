@@ -32,7 +32,15 @@ export interface RateLimitDecision {
   readonly retryAfterMs: number;
   /** Each policy's own answer, in the order the policies were given. */
   readonly policies: readonly PolicyDecision[];
+  /**
+   * Set when the store failed and the `onStoreError` policy answered instead: `'memory'` (this
+   * instance's memory store decided), `'allow'` or `'deny'`.
+   */
+  readonly degraded?: StoreErrorPolicy;
 }
+
+/** What answers while the store fails: the memory store, or allow all, or deny all (503). */
+export type StoreErrorPolicy = 'memory' | 'allow' | 'deny';
 
 /**
  * A place where rate-limit state lives. Implement it to plug in another backend; the module

@@ -13,6 +13,10 @@ export interface TestRedis {
   readonly external: boolean;
   /** A new client; closed by `stop()`. */
   client(): Redis;
+  /** Kills the server process (fault tests); not allowed on the `REDIS_URL` server. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts the server again on the same port, empty. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -44,25 +48,33 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
 
   const external = process.env.REDIS_URL;
   if (external) {
+    const refuse = () =>
+      Promise.reject(new Error('fault tests need a private redis-server; unset REDIS_URL'));
     const port = Number(new URL(external).port || 6379);
     return {
       url: external,
       port,
       external: true,
       client: client(external),
+      kill: refuse,
+      restart: refuse,
       stop: async () => void (await closeClients()),
     };
   }
 
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'rate-limit-redis-'));
-  const proc = await spawnServer(port, dir, extraArgs);
+  let proc = await spawnServer(port, dir, extraArgs);
   const url = `redis://127.0.0.1:${port}`;
   return {
     url,
     port,
     external: false,
     client: client(url),
+    kill: (signal = 'SIGKILL') => stopProcess(proc, signal),
+    restart: async () => {
+      proc = await spawnServer(port, dir, extraArgs);
+    },
     stop: async () => {
       await closeClients();
       await stopProcess(proc);
@@ -113,10 +125,10 @@ function spawnServer(port: number, dir: string, extraArgs: string[]): Promise<Ch
   });
 }
 
-function stopProcess(proc: ChildProcess): Promise<void> {
+function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     proc.once('exit', () => resolve());
-    proc.kill('SIGTERM');
+    proc.kill(signal);
   });
 }

@@ -13,6 +13,11 @@ import {
 export interface MemoryStoreOptions {
   /** Time source in milliseconds. For tests; production uses the process's monotonic clock. */
   clock?: Clock;
+  /**
+   * Most keys held; past it the least recently written key is dropped, and with it that
+   * client's count. Default 1,000,000.
+   */
+  maxKeys?: number;
 }
 
 interface Entry {
@@ -39,10 +44,12 @@ const SWEEP_STEP = 2;
 export class MemoryStore implements RateLimitStore {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;
+  private readonly maxKeys: number;
   private sweep: IterableIterator<[string, Entry]> | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.clock = options.clock ?? monotonicClock;
+    this.maxKeys = options.maxKeys ?? 1_000_000;
   }
 
   consume(
@@ -70,7 +77,7 @@ export class MemoryStore implements RateLimitStore {
       const { work, retryAfterMs } = verdicts[i];
       if (allowed) {
         const done = twin.commit(states[i], now, params[i], work);
-        this.entries.set(keys[i], { state: done.state, expiresAtUs: done.expiresAtUs });
+        this.write(keys[i], done.state, done.expiresAtUs);
         answers[i] = policyDecision(policies[i], true, done.remaining, 0, done.resetAfterMs);
       } else {
         const { remaining, resetAfterMs } = twin.status(states[i], now, params[i], work);
@@ -85,6 +92,18 @@ export class MemoryStore implements RateLimitStore {
     }
     this.sweepExpired(now);
     return Promise.resolve(combineDecisions(allowed, answers));
+  }
+
+  /**
+   * Stores an entry as the most recently used: a Map iterates in insertion order, so
+   * re-inserting keeps the least recently written key first, where the bound evicts.
+   */
+  private write(key: string, state: unknown, expiresAtUs: number): void {
+    const entries = this.entries;
+    if (!entries.delete(key) && entries.size >= this.maxKeys) {
+      entries.delete(entries.keys().next().value as string);
+    }
+    entries.set(key, { state, expiresAtUs });
   }
 
   /** Number of keys currently held, expired ones not yet swept included. */

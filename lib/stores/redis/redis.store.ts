@@ -83,7 +83,9 @@ export class RedisStore implements RateLimitStore {
   /** Closes the client if the store owns it, resolving once the connection has really ended. */
   async close(): Promise<void> {
     if (!this.ownsClient || this.client.status === 'end') return;
-    if (this.client.status === 'wait') return this.client.disconnect();
+    // Not connected: there is nothing to flush, and no 'end' event may ever come.
+    if (this.client.status !== 'ready' && this.client.status !== 'connect')
+      return this.client.disconnect();
     const ended = new Promise<void>((resolve) => this.client.once('end', () => resolve()));
     try {
       await this.client.quit();

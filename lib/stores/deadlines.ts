@@ -1,0 +1,90 @@
+/** Rejection of a store call that outlived its deadline. */
+export class StoreTimeoutError extends Error {
+  override readonly name = 'StoreTimeoutError';
+  constructor(timeoutMs: number) {
+    super(`the rate-limit store did not answer within ${timeoutMs}ms`);
+  }
+}
+
+interface Pending {
+  readonly deadline: number;
+  settled: boolean;
+  reject: (error: Error) => void;
+}
+
+/**
+ * Bounds how long store calls may take, with one shared interval instead of a timer per call.
+ * Every call gets the same timeout, so deadlines arrive in call order and a FIFO queue holds them
+ * sorted; each tick expires the overdue head. The interval runs only while calls are in flight.
+ * A call is answered between `timeoutMs` and `timeoutMs + tickMs` after it started.
+ */
+export class Deadlines {
+  private queue: Pending[] = [];
+  private head = 0;
+  private timer: NodeJS.Timeout | undefined;
+  readonly tickMs: number;
+
+  constructor(readonly timeoutMs: number) {
+    this.tickMs = Math.max(2, Math.min(25, Math.ceil(timeoutMs / 4)));
+  }
+
+  /** Resolves like `promise`, or rejects with a `StoreTimeoutError` once the deadline passes. */
+  race<T>(promise: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const pending: Pending = {
+        deadline: performance.now() + this.timeoutMs,
+        settled: false,
+        reject,
+      };
+      this.queue.push(pending);
+      this.timer ??= setInterval(() => this.tick(), this.tickMs).unref();
+      promise.then(
+        (value) => {
+          if (pending.settled) return;
+          pending.settled = true;
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (pending.settled) return;
+          pending.settled = true;
+          reject(error);
+        },
+      );
+    });
+  }
+
+  private tick(): void {
+    const now = performance.now();
+    const queue = this.queue;
+    let head = this.head;
+    while (head < queue.length && (queue[head].settled || queue[head].deadline <= now)) {
+      const pending = queue[head++];
+      if (!pending.settled) {
+        pending.settled = true;
+        pending.reject(new StoreTimeoutError(this.timeoutMs));
+      }
+    }
+    if (head === queue.length) {
+      this.queue = [];
+      this.head = 0;
+      clearInterval(this.timer);
+      this.timer = undefined;
+    } else if (head > 1024 && head * 2 > queue.length) {
+      this.queue = queue.slice(head);
+      this.head = 0;
+    } else {
+      this.head = head;
+    }
+  }
+
+  /** Whether the shared interval is running: only while some call is in flight. */
+  get ticking(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** Stops the interval; pending calls keep their own outcome. */
+  close(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,129 @@
+import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import { Deadlines } from './deadlines.js';
+import {
+  type RateLimitDecision,
+  type RateLimitStore,
+  type StoreErrorPolicy,
+} from './store.interface.js';
+
+/** Where outage warnings go: the module passes its Nest `Logger`. */
+export interface OutageLogger {
+  warn(message: string): void;
+  log(message: string): void;
+}
+
+export interface ResilientStoreOptions {
+  /** Longest wait for the primary store, in ms. */
+  timeoutMs: number;
+  /** What answers while the primary store fails. */
+  onStoreError: StoreErrorPolicy;
+  /** Answers when `onStoreError` is `'memory'`. */
+  fallback: RateLimitStore;
+  /** Close the primary store in `close()`. */
+  ownsPrimary: boolean;
+  logger: OutageLogger;
+}
+
+// A rejected answer while the store is down tells the client to come back after this long at least.
+const DENY_RETRY_MS = 1000;
+
+/**
+ * Puts a bound on every decision and keeps answering when the primary store (Redis) fails:
+ * each call gets `timeoutMs`, failures open a circuit breaker so a dead store is not waited on,
+ * and meanwhile `onStoreError` decides: the memory store limits per instance, or everything is
+ * allowed, or everything is denied. A probe goes through every few hundred ms; when it succeeds,
+ * shared limiting resumes.
+ */
+export class ResilientStore implements RateLimitStore {
+  private readonly deadlines: Deadlines;
+  private readonly breaker = new CircuitBreaker();
+  private outageStartedAt: number | undefined;
+  private degradedDecisions = 0;
+
+  constructor(
+    readonly primary: RateLimitStore,
+    private readonly options: ResilientStoreOptions,
+  ) {
+    this.deadlines = new Deadlines(options.timeoutMs);
+  }
+
+  async consume(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    if (!this.breaker.allow(performance.now())) return this.degrade(keys, policies, costs);
+    let decision: RateLimitDecision;
+    try {
+      decision = await this.deadlines.race(this.primary.consume(keys, policies, costs));
+    } catch (error) {
+      this.breaker.failure(performance.now());
+      this.outageBegins(error);
+      return this.degrade(keys, policies, costs);
+    }
+    this.breaker.success();
+    if (this.outageStartedAt !== undefined) this.outageEnds();
+    return decision;
+  }
+
+  /** Whether the primary store is currently considered down. */
+  get degraded(): boolean {
+    return this.outageStartedAt !== undefined;
+  }
+
+  async close(): Promise<void> {
+    this.deadlines.close();
+    await this.options.fallback.close?.();
+    if (this.options.ownsPrimary) await this.primary.close?.();
+  }
+
+  private async degrade(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    this.degradedDecisions++;
+    const policy = this.options.onStoreError;
+    if (policy === 'memory') {
+      return { ...(await this.options.fallback.consume(keys, policies, costs)), degraded: policy };
+    }
+    const allowed = policy === 'allow';
+    const retryAfterMs = allowed
+      ? 0
+      : Math.max(DENY_RETRY_MS, this.breaker.waitMs(performance.now()));
+    const answers = policies.map((p) => ({
+      policy: p,
+      allowed,
+      limit: p.threshold,
+      remaining: allowed ? p.threshold : 0,
+      resetAfterMs: 0,
+      retryAfterMs,
+    }));
+    const first = answers[0];
+    return { ...first, policies: answers, degraded: policy };
+  }
+
+  private outageBegins(error: unknown): void {
+    if (this.outageStartedAt !== undefined) return;
+    this.outageStartedAt = performance.now();
+    this.degradedDecisions = 0;
+    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const answer = {
+      memory: 'limiting per instance in memory',
+      allow: 'allowing every request',
+      deny: 'denying every request with 503',
+    }[this.options.onStoreError];
+    this.options.logger.warn(
+      `The rate-limit store failed (${reason}); ${answer} until it recovers`,
+    );
+  }
+
+  private outageEnds(): void {
+    const seconds = ((performance.now() - this.outageStartedAt!) / 1000).toFixed(1);
+    this.options.logger.log(
+      `The rate-limit store recovered after ${seconds}s; ${this.degradedDecisions} decisions were made without it`,
+    );
+    this.outageStartedAt = undefined;
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * The suite owns its redis-server, so it can hurt it: kill it, flush its scripts, pause and
+ * freeze it, fill its memory. Under steady traffic, every decision must be answered within the
+ * timeout plus a small margin, by the configured policy while Redis is gone, with no unhandled
+ * rejection, and exact shared limiting must be back within a second of recovery.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { type INestApplication } from '@nestjs/common';
+import { type Redis } from 'ioredis';
+import { type StoreErrorPolicy } from '../../lib/index.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import {
+  CapturingLogger,
+  createLimiterApp,
+  exactness,
+  runTraffic,
+  type Sample,
+  sleep,
+} from './traffic.js';
+
+const TIMEOUT_MS = 100;
+// The shared deadline ticks every 25 ms; the rest covers event-loop and GC pauses on 2 cores.
+const MARGIN_MS = 75;
+
+interface Fault {
+  name: string;
+  /** Starts the fault; resolves when it is over (Redis healthy again). */
+  inflict(redis: TestRedis, admin: () => Redis): Promise<void>;
+  /** Whether decisions must fall back while it lasts (SCRIPT FLUSH must not even be noticed). */
+  degrades: boolean;
+}
+
+const FAULTS: Fault[] = [
+  {
+    name: 'SIGKILL, then restart on the same port',
+    degrades: true,
+    inflict: async (redis) => {
+      await redis.kill('SIGKILL');
+      await sleep(1000);
+      await redis.restart();
+    },
+  },
+  {
+    name: 'SCRIPT FLUSH',
+    degrades: false,
+    inflict: async (_redis, admin) => {
+      for (let i = 0; i < 5; i++) {
+        await admin().script('FLUSH');
+        await sleep(150);
+      }
+    },
+  },
+  {
+    name: 'CLIENT PAUSE 2000',
+    degrades: true,
+    inflict: async (_redis, admin) => {
+      await admin().client('PAUSE', 2000);
+      await sleep(2000);
+    },
+  },
+  {
+    name: 'DEBUG SLEEP 1',
+    degrades: true,
+    inflict: async (_redis, admin) => {
+      await admin().debug('SLEEP', 1);
+    },
+  },
+  {
+    name: 'maxmemory reached with noeviction',
+    degrades: true,
+    inflict: async (_redis, admin) => {
+      const client = admin();
+      const used = Number(/used_memory:(\d+)/.exec(await client.info('memory'))![1]);
+      await client.config('SET', 'maxmemory-policy', 'noeviction');
+      await client.config('SET', 'maxmemory', String(used + 4 * 1024 * 1024));
+      // A refused write frees its own buffer and leaves room for smaller ones, so fill with ever
+      // smaller values until even tiny writes are refused: the server is full.
+      let n = 0;
+      for (const size of [64 * 1024, 4096, 256, 16]) {
+        const filler = 'x'.repeat(size);
+        for (;;) {
+          try {
+            await client.set(`filler:${n++}`, filler);
+          } catch {
+            break;
+          }
+        }
+      }
+      // At the cap, writes that fit the allocator's slack still squeeze in; pin the limit just
+      // below what is used, as on a server that has run out, so every write is refused.
+      const full = Number(/used_memory:(\d+)/.exec(await client.info('memory'))![1]);
+      await client.config('SET', 'maxmemory', String(full - 64 * 1024));
+      await sleep(1000);
+      await client.config('SET', 'maxmemory', '0');
+      const fillers = await client.keys('filler:*');
+      if (fillers.length > 0) await client.del(...fillers);
+    },
+  },
+];
+
+interface Row {
+  fault: string;
+  policy: StoreErrorPolicy;
+  decisions: number;
+  degraded: number;
+  maxLatencyMs: number;
+  recoveryMs: number;
+  exact: string;
+}
+
+const rows: Row[] = [];
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+
+describe('faults under steady traffic', () => {
+  let redis: TestRedis;
+  let app: INestApplication | undefined;
+
+  beforeAll(async () => {
+    process.on('unhandledRejection', onUnhandled);
+    // DEBUG is off by default since Redis 7; this server exists to be hurt.
+    redis = await startRedis(['--enable-debug-command', 'yes']);
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+  afterAll(async () => {
+    process.off('unhandledRejection', onUnhandled);
+    await redis.stop();
+    const header =
+      '| fault | onStoreError | decisions | degraded | max latency ms | recovery ms | exact after |';
+    const lines = rows.map(
+      (r) =>
+        `| ${r.fault} | ${r.policy} | ${r.decisions} | ${r.degraded} | ${r.maxLatencyMs.toFixed(1)} | ${r.recoveryMs.toFixed(0)} | ${r.exact} |`,
+    );
+    process.stdout.write(
+      `\nFault suite (timeout ${TIMEOUT_MS} ms):\n${header}\n|---|---|---|---|---|---|---|\n${lines.join('\n')}\n`,
+    );
+  });
+
+  it.each(FAULTS.map((f) => [f.name, f] as const))('%s', async (_name, fault) => {
+    const logger = new CapturingLogger();
+    app = await createLimiterApp(
+      { redis: redis.url, timeout: TIMEOUT_MS, keyPrefix: `fault-${rows.length}` },
+      logger,
+    );
+    const admin = () => redis.client();
+
+    let restored = 0;
+    let begin = 0;
+    const done = (async () => {
+      await sleep(300);
+      await fault.inflict(redis, admin);
+      restored = performance.now() - begin;
+      // Traffic goes on for a while after recovery, to see shared limiting resume.
+      await sleep(1500);
+    })();
+    // The traffic stops when the fault is over, whether inflicting it worked or not.
+    const over = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    const traffic = runTraffic(app, over);
+    begin = performance.now();
+    const { samples } = await traffic;
+    await done;
+
+    const maxLatencyMs = Math.max(...samples.map((s) => s.latencyMs));
+    const degraded = samples.filter((s) => s.degraded !== undefined);
+    const firstHealthyAfter = samples.find(
+      (s: Sample) => s.at >= restored && s.degraded === undefined,
+    );
+    const recoveryMs =
+      firstHealthyAfter === undefined ? Infinity : Math.max(0, firstHealthyAfter.at - restored);
+    const exact = await exactness(app, 5, 8);
+    rows.push({
+      fault: fault.name,
+      policy: 'memory',
+      decisions: samples.length,
+      degraded: degraded.length,
+      maxLatencyMs,
+      recoveryMs: fault.degrades ? recoveryMs : 0,
+      exact: `${exact.allowed} of 8 (limit 5)`,
+    });
+
+    expect(samples.filter((s) => s.error !== undefined)).toEqual([]);
+    expect(maxLatencyMs).toBeLessThanOrEqual(TIMEOUT_MS + MARGIN_MS);
+    if (fault.degrades) {
+      expect(degraded.length).toBeGreaterThan(0);
+      expect(degraded.every((s) => s.degraded === 'memory' && s.allowed)).toBe(true);
+      expect(recoveryMs).toBeLessThanOrEqual(1000);
+      // One warning when an outage starts and one message when it ends, not one per request.
+      // (Filling memory runs at the limit, so the store may fail, recover and fail again.)
+      const recovered = logger.messages.filter((m) => m.includes('recovered'));
+      expect(logger.warnings.length).toBeGreaterThanOrEqual(1);
+      expect(logger.warnings.length).toBeLessThanOrEqual(3);
+      expect(recovered).toHaveLength(logger.warnings.length);
+    } else {
+      expect(degraded).toEqual([]);
+      expect(logger.warnings).toEqual([]);
+    }
+    expect(exact).toEqual({ allowed: 5, degraded: 0 });
+    expect(unhandled).toEqual([]);
+  });
+});
