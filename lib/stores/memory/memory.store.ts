@@ -26,9 +26,9 @@ interface Entry {
   expiresAtUs: number;
 }
 
-// Each decision also inspects this many stored keys for expiry. More than one per decision,
-// so sweeping outpaces key creation and memory stays proportional to the live keys.
-const SWEEP_STEP = 2;
+// Each decision also inspects this many stored keys for expiry per key it writes, so sweeping
+// outpaces key creation and memory stays proportional to the keys in a live window.
+const SWEEP_PER_KEY = 3;
 
 /**
  * Keeps rate-limit state in this process, with the same algorithms and answers as the Redis
@@ -90,7 +90,7 @@ export class MemoryStore implements RateLimitStore {
         );
       }
     }
-    this.sweepExpired(now);
+    this.sweepExpired(now, SWEEP_PER_KEY * n);
     return Promise.resolve(combineDecisions(allowed, answers));
   }
 
@@ -117,8 +117,8 @@ export class MemoryStore implements RateLimitStore {
     return Promise.resolve();
   }
 
-  private sweepExpired(nowUs: number): void {
-    for (let i = 0; i < SWEEP_STEP; i++) {
+  private sweepExpired(nowUs: number, count: number): void {
+    for (let i = 0; i < count; i++) {
       this.sweep ??= this.entries.entries();
       const next = this.sweep.next();
       if (next.done) {
