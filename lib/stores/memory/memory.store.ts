@@ -46,6 +46,7 @@ export class MemoryStore implements RateLimitStore {
   private readonly clock: Clock;
   private readonly maxKeys: number;
   private sweep: IterableIterator<[string, Entry]> | undefined;
+  private evictCursor: IterableIterator<string> | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.clock = options.clock ?? monotonicClock;
@@ -100,10 +101,19 @@ export class MemoryStore implements RateLimitStore {
    */
   private write(key: string, state: unknown, expiresAtUs: number): void {
     const entries = this.entries;
-    if (!entries.delete(key) && entries.size >= this.maxKeys) {
-      entries.delete(entries.keys().next().value as string);
-    }
+    if (!entries.delete(key) && entries.size >= this.maxKeys) this.evictOldest();
     entries.set(key, { state, expiresAtUs });
+  }
+
+  // A fresh iterator would walk past every deleted slot at the head of the Map on each eviction;
+  // a live one resumes where it stopped. Keys written since are met again at the end, in order.
+  private evictOldest(): void {
+    let next = this.evictCursor?.next();
+    if (next === undefined || next.done) {
+      this.evictCursor = this.entries.keys();
+      next = this.evictCursor.next();
+    }
+    if (!next.done) this.entries.delete(next.value);
   }
 
   /** Number of keys currently held, expired ones not yet swept included. */
@@ -114,6 +124,7 @@ export class MemoryStore implements RateLimitStore {
   close(): Promise<void> {
     this.entries.clear();
     this.sweep = undefined;
+    this.evictCursor = undefined;
     return Promise.resolve();
   }
 
