@@ -13,13 +13,19 @@ export const MAX_KEY_PART = 200;
 
 /**
  * Encodes one key component so that the mapping is injective and the result is short:
- * unsafe characters become `%XX` / `%uXXXX`, and anything longer than {@link MAX_KEY_PART}
- * becomes `#` + a SHA-256 digest (a literal part can never start with `#`).
+ * unsafe characters become `%XX` / `%uXXXX`, and anything whose encoding would be longer than
+ * {@link MAX_KEY_PART} becomes `#` + a SHA-256 digest (a literal part can never start with `#`).
  */
 export function encodeKeyPart(value: string): string {
+  // Escaping never shortens a string, so a long one is hashed without escaping it first.
+  if (value.length > MAX_KEY_PART) return digest(value);
   const escaped = UNSAFE.test(value) ? value.replace(UNSAFE_ALL, escapeChar) : value;
-  if (escaped.length <= MAX_KEY_PART) return escaped;
-  return '#' + createHash('sha256').update(escaped).digest('base64url');
+  return escaped.length <= MAX_KEY_PART ? escaped : digest(value);
+}
+
+// UTF-16 code units keep every string apart, lone surrogates included, unlike UTF-8.
+function digest(value: string): string {
+  return '#' + createHash('sha256').update(value, 'utf16le').digest('base64url');
 }
 
 function escapeChar(c: string): string {
