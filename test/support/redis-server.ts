@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { freePort, spawnRedisServer, stopProcess } from './redis-process.js';
+
+export { freePort };
 
 /** A redis-server the tests own (or the one `REDIS_URL` names). */
 export interface TestRedis {
@@ -18,19 +19,6 @@ export interface TestRedis {
   /** Starts the server again on the same port, empty. */
   restart(): Promise<void>;
   stop(): Promise<void>;
-}
-
-/** Finds a port nothing listens on, by letting the OS pick one. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**
@@ -64,7 +52,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
 
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'rate-limit-redis-'));
-  let proc = await spawnServer(port, dir, extraArgs);
+  let proc = await spawnRedisServer(port, dir, extraArgs, 'REDIS_URL');
   const url = `redis://127.0.0.1:${port}`;
   return {
     url,
@@ -73,7 +61,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
     client: client(url),
     kill: (signal = 'SIGKILL') => stopProcess(proc, signal),
     restart: async () => {
-      proc = await spawnServer(port, dir, extraArgs);
+      proc = await spawnRedisServer(port, dir, extraArgs, 'REDIS_URL');
     },
     stop: async () => {
       await closeClients();
@@ -81,54 +69,4 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-function spawnServer(port: number, dir: string, extraArgs: string[]): Promise<ChildProcess> {
-  const args = [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    dir,
-    ...extraArgs,
-  ];
-  return new Promise((resolve, reject) => {
-    const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Ready to accept connections')) {
-        proc.stdout?.off('data', onData);
-        proc.stdout?.resume();
-        resolve(proc);
-      }
-    };
-    proc.stdout?.on('data', onData);
-    proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    proc.on('error', (err: NodeJS.ErrnoException) => {
-      reject(
-        err.code === 'ENOENT'
-          ? new Error(
-              'redis-server is not on PATH: install it (apt-get install -y redis-server) or set REDIS_URL',
-            )
-          : err,
-      );
-    });
-    proc.on('exit', (code) =>
-      reject(new Error(`redis-server exited with ${code} before it was ready:\n${output}`)),
-    );
-  });
-}
-
-function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    proc.once('exit', () => resolve());
-    proc.kill(signal);
-  });
 }

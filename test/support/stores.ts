@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect } from '@jest/globals';
 import { type RateLimitStore } from '../../lib/index.js';
 import { type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
+import { startCluster, type StartClusterOptions, type TestCluster } from './redis-cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
 export type StoreKind = 'memory' | 'redis';
@@ -21,6 +22,21 @@ export function useRedis(kind: StoreKind): () => TestRedis {
   return () => {
     if (!redis) throw new Error('this block has no redis-server');
     return redis;
+  };
+}
+
+/** Registers a Redis Cluster (three masters by default) for the surrounding describe block. */
+export function useCluster(options: StartClusterOptions = { replicas: 0 }): () => TestCluster {
+  let cluster: TestCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startCluster(options);
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (!cluster) throw new Error('this block has no cluster');
+    return cluster;
   };
 }
 

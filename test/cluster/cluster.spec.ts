@@ -1,0 +1,239 @@
+/** The store contract, several policies per decision, and key placement on a 3-master cluster. */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { Controller, type ExecutionContext, Get, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { type Cluster, type Redis } from 'ioredis';
+import request from 'supertest';
+import {
+  RateLimit,
+  RateLimitModule,
+  type RateLimitPolicy,
+  type RateLimitRootOptions,
+  RateLimitService,
+} from '../../lib/index.js';
+import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/fixtures/app.js';
+import { storeContract } from '../contract/store.suite.js';
+import { TestClock, useCluster, useRedis } from '../support/stores.js';
+
+const cluster = useCluster();
+
+describe('store contract on the cluster store', () => {
+  storeContract(() => cluster().client());
+});
+
+@Controller('mixed')
+class MixedController {
+  /** A short sliding window in front of a long token bucket. */
+  @RateLimit([
+    { period: 60, threshold: 3, name: 'minute' },
+    { period: 3600, threshold: 5, algorithm: 'token-bucket', name: 'bucket' },
+  ])
+  @Get('window-and-bucket')
+  windowAndBucket() {
+    return 'ok';
+  }
+
+  /** The three other algorithms on one route. */
+  @RateLimit([
+    { period: 10, threshold: 4, algorithm: 'sliding-window-counter' },
+    { period: 60, threshold: 5, algorithm: 'fixed-window' },
+    { period: 30, threshold: 3, algorithm: 'leaky-bucket' },
+  ])
+  @Get('three-algorithms')
+  threeAlgorithms() {
+    return 'ok';
+  }
+}
+
+type Step = [advanceMs: number, path: string];
+
+const trackerOf = (context: ExecutionContext) =>
+  String(
+    context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers[USER_HEADER],
+  );
+
+/** Waits until the client has learnt the slot map, so no first decision outlives the store timeout. */
+async function connected<T extends Redis | Cluster>(client: T): Promise<T> {
+  await client.ping();
+  return client;
+}
+
+describe('a Nest app on a 3-master Redis Cluster', () => {
+  const single = useRedis('redis');
+  const apps: INestApplication[] = [];
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+
+  async function app(options: RateLimitRootOptions): Promise<INestApplication> {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RateLimitModule.forRoot({ keyPrefix: uniquePrefix(), getTracker: trackerOf, ...options }),
+      ],
+      controllers: [MixedController],
+    }).compile();
+    const created = moduleRef.createNestApplication({ logger: false });
+    await created.listen(0, '127.0.0.1');
+    apps.push(created);
+    return created;
+  }
+
+  /** Both backends, each with its own clock at the same simulated start. */
+  async function onBoth() {
+    const clocks = [new TestClock(), new TestClock()];
+    const clients = [await connected(single().client()), await connected(cluster().client())];
+    return { clocks, clients };
+  }
+
+  it('answers several policies of different algorithms as a single Redis does: statuses, headers, all or nothing', async () => {
+    const [pair, three] = ['/mixed/window-and-bucket', '/mixed/three-algorithms'];
+    const times = (n: number, step: Step): Step[] => Array.from({ length: n }, () => step);
+    const steps: Step[] = [
+      ...times(6, [100, pair]),
+      [60_000, pair],
+      ...times(2, [100, pair]),
+      ...times(7, [700, three]),
+      [10_000, three],
+      [60_000, three],
+    ];
+    const { clocks, clients } = await onBoth();
+    const runs = [];
+    for (let i = 0; i < 2; i++) {
+      const a = await app({ redis: clients[i], clock: clocks[i].now });
+      const user = uniqueUser();
+      const run = [];
+      for (const [advanceMs, path] of steps) {
+        clocks[i].advance(advanceMs);
+        const res = await request(a.getHttpServer()).get(path).set(USER_HEADER, user);
+        run.push({
+          path,
+          status: res.status,
+          policy: res.headers['ratelimit-policy'],
+          limit: res.headers['ratelimit'],
+          retryAfter: res.headers['retry-after'],
+        });
+      }
+      runs.push(run);
+    }
+    const [onSingle, onCluster] = runs;
+
+    expect(onCluster).toEqual(onSingle);
+    // The leaky bucket (3 at once, then one per 10 s) turns away the 4th to 7th request on the
+    // second route, while the counter and the fixed window would still let them through.
+    expect(onCluster.map((r) => r.status)).toEqual([
+      ...[200, 200, 200, 429, 429, 429, 200, 200, 429],
+      ...[200, 200, 200, 429, 429, 429, 429, 200, 200],
+    ]);
+    // The window's rejections took nothing from the bucket…
+    expect(onCluster.slice(0, 6).map((r) => r.limit)).toEqual([
+      ...['"minute";r=2;t=60, "bucket";r=4;t=720', '"minute";r=1;t=60, "bucket";r=3;t=1440'],
+      ...['"minute";r=0;t=60, "bucket";r=2;t=2160', '"minute";r=0;t=60, "bucket";r=2;t=2160'],
+      ...['"minute";r=0;t=60, "bucket";r=2;t=2160', '"minute";r=0;t=60, "bucket";r=2;t=2160'],
+    ]);
+    // …and a minute later, the bucket's rejection took nothing from the window.
+    expect(onCluster[8].limit).toMatch(/^"minute";r=1;t=\d+, "bucket";r=0;t=\d+$/);
+  });
+
+  it('decides RateLimitService.consume with two policies on the cluster as on a single Redis', async () => {
+    const minute: RateLimitPolicy = { period: 60, threshold: 2, name: 'minute' };
+    const hour: RateLimitPolicy = {
+      period: '1h',
+      threshold: 3,
+      algorithm: 'leaky-bucket',
+      name: 'hour',
+    };
+    const { clocks, clients } = await onBoth();
+    const runs = [];
+    for (let i = 0; i < 2; i++) {
+      const limiter = (await app({ redis: clients[i], clock: clocks[i].now })).get(
+        RateLimitService,
+      );
+      const key = `job:${uniqueUser()}`;
+      const run = [];
+      for (const [advanceMs, cost] of [
+        [0, 1],
+        [10, 1],
+        [10, 1],
+        [60_000, 2],
+        [10, 1],
+        [10, 1],
+      ]) {
+        clocks[i].advance(advanceMs);
+        run.push(await limiter.consume(key, [minute, hour], { cost }));
+      }
+      runs.push(run);
+    }
+    const [onSingle, onCluster] = runs;
+
+    expect(onCluster).toEqual(onSingle);
+    expect(onCluster.map((d) => d.policies.map((p) => p.allowed))).toEqual([
+      [true, true],
+      [true, true],
+      [false, true],
+      [true, false],
+      [true, true],
+      [true, false],
+    ]);
+    expect(onCluster.map((d) => d.allowed)).toEqual([true, true, false, false, true, false]);
+    expect(onCluster[4].policies.map((p) => p.remaining)).toEqual([1, 0]);
+  });
+
+  it('spreads 300 trackers over all three masters and keeps every key of one decision in one slot', async () => {
+    const client = await connected(cluster().client());
+    const keyPrefix = uniquePrefix();
+    const a = await app({ redis: client, keyPrefix });
+    const users = Array.from({ length: 300 }, () => uniqueUser());
+    for (let i = 0; i < users.length; i += 30) {
+      const batch = users.slice(i, i + 30);
+      const codes = await Promise.all(
+        batch.map(async (user) => {
+          const res = await request(a.getHttpServer())
+            .get('/mixed/three-algorithms')
+            .set(USER_HEADER, user);
+          return res.status;
+        }),
+      );
+      expect(codes).toEqual(batch.map(() => 200));
+    }
+
+    const nodes = client.nodes('master');
+    const masters = await cluster().masters();
+    expect(nodes).toHaveLength(3);
+    const placed = await Promise.all(
+      nodes.map(async (node) => {
+        const { slots } = masters.find((m) => m.port === node.options.port)!;
+        return { keys: await keysOn(node, `${keyPrefix}:*`), slots };
+      }),
+    );
+    for (const { keys } of placed) expect(keys.length).toBeGreaterThan(0);
+    expect(placed.flatMap((p) => p.keys)).toHaveLength(300 * 3);
+
+    const decisions = new Map<string, Array<{ node: number; slot: number }>>();
+    for (const [node, { keys, slots }] of placed.entries()) {
+      for (const key of keys) {
+        const slot = await client.cluster('KEYSLOT', key);
+        // The key sits on the master that serves its slot.
+        expect(slots.some(([from, to]) => slot >= from && slot <= to)).toBe(true);
+        const tag = /\{(.*)\}/.exec(key)![1];
+        decisions.set(tag, [...(decisions.get(tag) ?? []), { node, slot }]);
+      }
+    }
+    expect(decisions.size).toBe(300);
+    for (const placements of decisions.values()) {
+      expect(placements).toHaveLength(3);
+      expect(new Set(placements.map((p) => `${p.node}/${p.slot}`)).size).toBe(1);
+    }
+  });
+});
+
+async function keysOn(node: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return keys;
+}

@@ -1,0 +1,173 @@
+/** The store contract as a function, so one suite runs on memory, one Redis and a Redis Cluster. */
+import { randomUUID } from 'node:crypto';
+import { expect, it } from '@jest/globals';
+import { type Cluster, type Redis } from 'ioredis';
+import { MemoryStore, RedisStore, type RateLimitStore } from '../../lib/index.js';
+import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { consumeOne, TestClock } from '../support/stores.js';
+
+export const policy = (period: number | string, threshold: number) =>
+  resolvePolicy({ period, threshold }, 'test');
+
+/**
+ * Registers the store contract's tests in the surrounding describe block: on the memory store
+ * when `client` is omitted, else on a `RedisStore` over a new client from `client()` per test.
+ */
+export function storeContract(client?: () => Redis | Cluster): void {
+  function makeStore(clock?: TestClock): RateLimitStore {
+    const now = clock?.now;
+    return client === undefined
+      ? new MemoryStore({ clock: now })
+      : new RedisStore({ client: client(), clock: now });
+  }
+  const key = () => `contract:{${randomUUID()}}`;
+
+  it('answers an exact timeline: allowed, remaining, retry-after and reset-after in ms', async () => {
+    const clock = new TestClock();
+    const store = makeStore(clock);
+    const k = key();
+    const p = policy('1s', 3);
+    const at = async (t: number) => {
+      clock.ms = 1_700_000_000_000 + t;
+      return consumeOne(store, k, p, 1);
+    };
+
+    expect(await at(0)).toEqual({
+      allowed: true,
+      limit: 3,
+      remaining: 2,
+      retryAfterMs: 0,
+      resetAfterMs: 1000,
+    });
+    expect(await at(100)).toEqual({
+      allowed: true,
+      limit: 3,
+      remaining: 1,
+      retryAfterMs: 0,
+      resetAfterMs: 1000,
+    });
+    expect(await at(200)).toEqual({
+      allowed: true,
+      limit: 3,
+      remaining: 0,
+      retryAfterMs: 0,
+      resetAfterMs: 1000,
+    });
+    expect(await at(300)).toEqual({
+      allowed: false,
+      limit: 3,
+      remaining: 0,
+      retryAfterMs: 700,
+      resetAfterMs: 900,
+    });
+    expect(await at(999)).toEqual({
+      allowed: false,
+      limit: 3,
+      remaining: 0,
+      retryAfterMs: 1,
+      resetAfterMs: 201,
+    });
+    // The request at t=0 leaves the window exactly one period later.
+    expect(await at(1000)).toEqual({
+      allowed: true,
+      limit: 3,
+      remaining: 0,
+      retryAfterMs: 0,
+      resetAfterMs: 1000,
+    });
+    expect(await at(1050)).toEqual({
+      allowed: false,
+      limit: 3,
+      remaining: 0,
+      retryAfterMs: 50,
+      resetAfterMs: 950,
+    });
+    expect(await at(2200)).toEqual({
+      allowed: true,
+      limit: 3,
+      remaining: 2,
+      retryAfterMs: 0,
+      resetAfterMs: 1000,
+    });
+  });
+
+  it('rounds sub-millisecond waits up, never down to 0', async () => {
+    const clock = new TestClock(1_700_000_000_000);
+    const store = makeStore(clock);
+    const k = key();
+    const p = policy('1s', 1);
+    expect((await consumeOne(store, k, p, 1)).allowed).toBe(true);
+    clock.ms += 999.5;
+    expect(await consumeOne(store, k, p, 1)).toMatchObject({
+      allowed: false,
+      retryAfterMs: 1,
+      resetAfterMs: 1,
+    });
+  });
+
+  it('never records a rejected request, however many arrive', async () => {
+    const clock = new TestClock();
+    const store = makeStore(clock);
+    const k = key();
+    const p = policy('1s', 2);
+    const start = clock.ms;
+    expect((await consumeOne(store, k, p, 1)).allowed).toBe(true);
+    expect((await consumeOne(store, k, p, 1)).allowed).toBe(true);
+    for (let t = 1; t < 1000; t += 7) {
+      clock.ms = start + t;
+      expect((await consumeOne(store, k, p, 1)).allowed).toBe(false);
+    }
+    clock.ms = start + 1000;
+    expect(await consumeOne(store, k, p, 1)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it('records requests that arrive at the very same microsecond as separate entries', async () => {
+    const clock = new TestClock();
+    const store = makeStore(clock);
+    const k = key();
+    const p = policy('1m', 50);
+    for (let i = 0; i < 50; i++) {
+      expect(await consumeOne(store, k, p, 1)).toMatchObject({ allowed: true, remaining: 49 - i });
+    }
+    expect((await consumeOne(store, k, p, 1)).allowed).toBe(false);
+    if (client !== undefined) expect(await client().zcard(k)).toBe(50);
+  });
+
+  it('charges a cost of several requests at once, all or nothing', async () => {
+    const clock = new TestClock();
+    const store = makeStore(clock);
+    const k = key();
+    const p = policy('10s', 5);
+    expect(await consumeOne(store, k, p, 3)).toMatchObject({ allowed: true, remaining: 2 });
+    clock.advance(1000);
+    expect(await consumeOne(store, k, p, 3)).toEqual({
+      allowed: false,
+      limit: 5,
+      remaining: 2,
+      retryAfterMs: 9000,
+      resetAfterMs: 9000,
+    });
+    expect(await consumeOne(store, k, p, 2)).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it('lets exactly 10 of 100 concurrent decisions through, with the real clock', async () => {
+    const store = makeStore();
+    const k = key();
+    const p = policy(60, 10);
+    const decisions = await Promise.all(
+      Array.from({ length: 100 }, () => consumeOne(store, k, p, 1)),
+    );
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+    const remaining = decisions.filter((d) => d.allowed).map((d) => d.remaining);
+    expect(remaining.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
+  it('keeps keys apart', async () => {
+    const store = makeStore();
+    const p = policy(60, 1);
+    const [a, b] = [key(), key()];
+    expect((await consumeOne(store, a, p, 1)).allowed).toBe(true);
+    expect((await consumeOne(store, b, p, 1)).allowed).toBe(true);
+    expect((await consumeOne(store, a, p, 1)).allowed).toBe(false);
+  });
+}
