@@ -32,6 +32,7 @@ export {
   type PolicyDecision,
   type Clock,
   type StoreErrorPolicy,
+  type StoreErrorHandler,
 } from './stores/store.interface.js';
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';

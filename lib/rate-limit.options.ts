@@ -4,12 +4,17 @@ import { HEADER_MODES, type HeaderMode } from './http/headers.js';
 import { configError } from './rate-limit.policy.js';
 import {
   type Clock,
+  type RateLimitDecision,
   type RateLimitStore,
+  type StoreErrorHandler,
   type StoreErrorPolicy,
 } from './stores/store.interface.js';
 
 /** An ioredis client or cluster, ioredis options, or a `redis://` URL. */
 export type RedisConnection = Redis | Cluster | RedisOptions | string;
+
+/** A hook that sees a decision on a route; cheap to leave unset. */
+export type DecisionHook = (context: ExecutionContext, decision: RateLimitDecision) => void;
 
 /** Options for `RateLimitModule.forRoot()` and the factories of `forRootAsync()`. */
 export interface RateLimitModuleOptions {
@@ -46,9 +51,41 @@ export interface RateLimitModuleOptions {
   /**
    * What answers while the store fails or is too slow: `'memory'` keeps limiting per instance in
    * memory, `'allow'` lets every request through, `'deny'` answers 503 with `Retry-After`.
+   * A function is told each error and returns one of those (see {@link StoreErrorHandler}).
    * Default `'memory'`.
+   *
+   * @example
+   * ```ts
+   * onStoreError: (error) => {
+   *   storeErrors.inc({ name: error.name });
+   *   return 'memory';
+   * }
+   * ```
    */
-  onStoreError?: StoreErrorPolicy;
+  onStoreError?: StoreErrorPolicy | StoreErrorHandler;
+  /**
+   * Once a key is rejected with a retry-after, reject it in this instance until then without
+   * asking the store. Rejections change nothing in the store, so no decision differs; a flood
+   * from one client then costs one store call per retry window. Default `true`.
+   */
+  blockCache?: boolean;
+  /**
+   * Called after every decision on a limited route, allowed or not (not for skipped requests).
+   * Errors it throws are logged, never passed to the request.
+   */
+  onDecision?: DecisionHook;
+  /** Called for each rejected request, before the 429 is sent. Errors are logged, as above. */
+  onLimited?: DecisionHook;
+  /**
+   * Requests for which it returns `true` are not counted at all, e.g. an allow-list of
+   * internal callers.
+   *
+   * @example
+   * ```ts
+   * skipIf: (ctx) => ctx.switchToHttp().getRequest().headers['x-internal'] === secret
+   * ```
+   */
+  skipIf?: (context: ExecutionContext) => boolean | Promise<boolean>;
   /**
    * Most keys the memory store holds (as the store, or as the fallback); past it the least
    * recently used are dropped. Default 1,000,000.
@@ -87,14 +124,18 @@ export interface ResolvedRateLimitOptions {
   readonly errorMessage: string;
   readonly ipv6Subnet: number;
   readonly timeout: number;
-  readonly onStoreError: StoreErrorPolicy;
+  readonly onStoreError: StoreErrorPolicy | StoreErrorHandler;
   readonly maxMemoryKeys: number;
+  readonly blockCache: boolean;
+  readonly onDecision: DecisionHook | undefined;
+  readonly onLimited: DecisionHook | undefined;
+  readonly skipIf: RateLimitModuleOptions['skipIf'];
 }
 
 export const DEFAULT_KEY_PREFIX = 'rate-limit';
 export const DEFAULT_TIMEOUT_MS = 100;
 export const DEFAULT_MAX_MEMORY_KEYS = 1_000_000;
-const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
+export const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
 
 /** Validates options once, at bootstrap, into a frozen form the hot path never re-checks. */
@@ -135,13 +176,22 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     throw configError(where, 'timeout', timeout, 'a whole number of ms from 1 to 60000');
   }
   const onStoreError = raw.onStoreError ?? 'memory';
-  if (!STORE_ERROR_POLICIES.includes(onStoreError)) {
+  if (typeof onStoreError !== 'function' && !STORE_ERROR_POLICIES.includes(onStoreError)) {
     throw configError(
       where,
       'onStoreError',
       onStoreError,
-      `one of ${STORE_ERROR_POLICIES.join(', ')}`,
+      `one of ${STORE_ERROR_POLICIES.join(', ')}, or a function returning one`,
     );
+  }
+  const blockCache = raw.blockCache ?? true;
+  if (typeof blockCache !== 'boolean') {
+    throw configError(where, 'blockCache', blockCache, 'true or false');
+  }
+  for (const hook of ['onDecision', 'onLimited', 'skipIf'] as const) {
+    if (raw[hook] !== undefined && typeof raw[hook] !== 'function') {
+      throw configError(where, hook, raw[hook], 'a function');
+    }
   }
   const maxMemoryKeys = raw.maxMemoryKeys ?? DEFAULT_MAX_MEMORY_KEYS;
   if (
@@ -160,5 +210,9 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     timeout,
     onStoreError,
     maxMemoryKeys,
+    blockCache,
+    onDecision: raw.onDecision,
+    onLimited: raw.onLimited,
+    skipIf: raw.skipIf,
   });
 }

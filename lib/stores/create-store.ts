@@ -4,6 +4,7 @@ import {
   type RateLimitModuleOptions,
 } from '../rate-limit.options.js';
 import { configError } from '../rate-limit.policy.js';
+import { BlockCacheStore } from './block-cache.js';
 import { MemoryStore } from './memory/memory.store.js';
 import { RedisStore } from './redis/redis.store.js';
 import { type OutageLogger, ResilientStore } from './resilient.store.js';
@@ -44,14 +45,17 @@ export function createStore(
 ): StoreHandle {
   const { store, redis, clock } = raw;
   const memory = () => new MemoryStore({ clock, maxKeys: options.maxMemoryKeys });
-  const resilient = (primary: RateLimitStore, ownsPrimary: boolean) =>
-    new ResilientStore(primary, {
+  const resilient = (primary: RateLimitStore, ownsPrimary: boolean) => {
+    const guarded = new ResilientStore(primary, {
       timeoutMs: options.timeout,
       onStoreError: options.onStoreError,
       fallback: memory(),
       ownsPrimary,
       logger,
     });
+    // Outermost, so a flooding key costs neither a store call nor a deadline.
+    return options.blockCache ? new BlockCacheStore(guarded, { clock }) : guarded;
+  };
 
   if (store !== undefined) {
     if (store === null || typeof store.consume !== 'function') {

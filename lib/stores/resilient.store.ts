@@ -4,6 +4,7 @@ import { Deadlines } from './deadlines.js';
 import {
   type RateLimitDecision,
   type RateLimitStore,
+  type StoreErrorHandler,
   type StoreErrorPolicy,
 } from './store.interface.js';
 
@@ -16,8 +17,8 @@ export interface OutageLogger {
 export interface ResilientStoreOptions {
   /** Longest wait for the primary store, in ms. */
   timeoutMs: number;
-  /** What answers while the primary store fails. */
-  onStoreError: StoreErrorPolicy;
+  /** What answers while the primary store fails, or a handler told each error that picks it. */
+  onStoreError: StoreErrorPolicy | StoreErrorHandler;
   /** Answers when `onStoreError` is `'memory'`. */
   fallback: RateLimitStore;
   /** Close the primary store in `close()`. */
@@ -40,12 +41,15 @@ export class ResilientStore implements RateLimitStore {
   private readonly breaker = new CircuitBreaker();
   private outageStartedAt: number | undefined;
   private degradedDecisions = 0;
+  /** The answer while degraded: fixed, or what the handler chose for the latest error. */
+  private policy: StoreErrorPolicy;
 
   constructor(
     readonly primary: RateLimitStore,
     private readonly options: ResilientStoreOptions,
   ) {
     this.deadlines = new Deadlines(options.timeoutMs);
+    this.policy = typeof options.onStoreError === 'function' ? 'memory' : options.onStoreError;
   }
 
   async consume(
@@ -59,6 +63,7 @@ export class ResilientStore implements RateLimitStore {
       decision = await this.deadlines.race(this.primary.consume(keys, policies, costs));
     } catch (error) {
       this.breaker.failure(performance.now());
+      this.policy = this.choosePolicy(error);
       this.outageBegins(error);
       return this.degrade(keys, policies, costs);
     }
@@ -84,7 +89,7 @@ export class ResilientStore implements RateLimitStore {
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
     this.degradedDecisions++;
-    const policy = this.options.onStoreError;
+    const policy = this.policy;
     if (policy === 'memory') {
       return { ...(await this.options.fallback.consume(keys, policies, costs)), degraded: policy };
     }
@@ -113,10 +118,35 @@ export class ResilientStore implements RateLimitStore {
       memory: 'limiting per instance in memory',
       allow: 'allowing every request',
       deny: 'denying every request with 503',
-    }[this.options.onStoreError];
+    }[this.policy];
     this.options.logger.warn(
       `The rate-limit store failed (${reason}); ${answer} until it recovers`,
     );
+  }
+
+  /** Asks the handler, if any; a handler that throws or answers nonsense gets `'memory'`. */
+  private choosePolicy(error: unknown): StoreErrorPolicy {
+    const handler = this.options.onStoreError;
+    if (typeof handler !== 'function') return handler;
+    const asError = error instanceof Error ? error : new Error(String(error));
+    try {
+      const chosen = handler(asError);
+      if (chosen === undefined) return 'memory';
+      if (chosen === 'memory' || chosen === 'allow' || chosen === 'deny') return chosen;
+      this.warnOnce(`onStoreError returned ${String(chosen)}, not 'memory', 'allow' or 'deny'`);
+    } catch (hookError) {
+      this.warnOnce(
+        `onStoreError threw: ${hookError instanceof Error ? hookError.message : String(hookError)}`,
+      );
+    }
+    return 'memory';
+  }
+
+  /** Once per outage, like the outage warning itself. */
+  private warnOnce(problem: string): void {
+    if (this.outageStartedAt === undefined) {
+      this.options.logger.warn(`${problem}; 'memory' answers instead`);
+    }
   }
 
   private outageEnds(): void {

@@ -43,6 +43,13 @@ export interface RateLimitDecision {
 export type StoreErrorPolicy = 'memory' | 'allow' | 'deny';
 
 /**
+ * Called with each error of the store (a refused connection, a timeout, an out-of-memory reply).
+ * What it returns answers that decision, and the ones the circuit breaker answers without asking
+ * the store until the next error; nothing returned means `'memory'`.
+ */
+export type StoreErrorHandler = (error: Error) => StoreErrorPolicy | void;
+
+/**
  * A place where rate-limit state lives. Implement it to plug in another backend; the module
  * ships `RedisStore` (shared by every instance) and `MemoryStore` (one process).
  *

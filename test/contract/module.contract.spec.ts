@@ -23,9 +23,8 @@ import {
   RateLimitService,
   RateLimitStore,
   RedisStore,
-  ResilientStore,
 } from '../../lib/index.js';
-import { STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
+import { primaryOf, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
 import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 import { CONTROLLERS } from './fixtures/controllers.js';
 
@@ -248,14 +247,14 @@ describe('Redis: several app instances', () => {
   it('closes a client it created and leaves a client it was given open', async () => {
     const given = new Redis(redis().url);
     const mine = await createApp({ redis: given, keyPrefix: uniquePrefix() });
-    const store = mine.get<ResilientStore>(RateLimitStore).primary as RedisStore;
+    const store = primaryOf(mine.get(RateLimitStore)) as RedisStore;
     expect(store.client).toBe(given);
     await mine.close();
     expect(await given.ping()).toBe('PONG');
     await given.quit();
 
     const owned = await createApp({ redis: redis().url, keyPrefix: uniquePrefix() });
-    const created = (owned.get<ResilientStore>(RateLimitStore).primary as RedisStore).client;
+    const created = (primaryOf(owned.get(RateLimitStore)) as RedisStore).client;
     expect(await created.ping()).toBe('PONG');
     await owned.close();
     expect(created.status).toBe('end');
@@ -271,6 +270,6 @@ describe('Redis: several app instances', () => {
       .get('/hello/sayHi')
       .set(USER_HEADER, uniqueUser());
     expect(res.status).toBe(200);
-    expect(app.get<ResilientStore>(RateLimitStore).primary).toBeInstanceOf(RedisStore);
+    expect(primaryOf(app.get(RateLimitStore))).toBeInstanceOf(RedisStore);
   });
 });

@@ -103,6 +103,35 @@ describe('onStoreError while Redis is down', () => {
     expect(Number(responses[3].headers['retry-after'])).toBeGreaterThan(3500);
   });
 
+  it('a function onStoreError is told each error and picks the answer; if it throws, memory answers', async () => {
+    const errors: Error[] = [];
+    let choice: () => 'deny' | 'allow' | undefined = () => 'deny';
+    const a = await boot({
+      redis: redis.url,
+      onStoreError: (error) => {
+        errors.push(error);
+        return choice();
+      },
+    });
+    expect((await hit(a)).status).toBe(200);
+    expect(errors).toEqual([]);
+    await redis.kill();
+    const denied = await hit(a);
+    expect(denied.status).toBe(503);
+    expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.every((e) => e instanceof Error && e.message !== '')).toBe(true);
+
+    choice = () => {
+      throw new Error('metrics backend down');
+    };
+    // Wait out the breaker's back-off so the next request meets a fresh error.
+    await sleep(300);
+    const fallback = await hit(a);
+    expect(fallback.status).toBe(200);
+    expect(fallback.headers['ratelimit']).toBeDefined();
+  });
+
   it('bounds the wait even for a client passed in with ioredis defaults (offline queue on)', async () => {
     const client = new Redis(redis.url);
     try {

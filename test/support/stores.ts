@@ -60,3 +60,12 @@ export async function consumeOne(
   expect(policies).toHaveLength(1);
   return decision;
 }
+
+/** The store under the module's wrappers (the block cache, then the resilience layer). */
+export function primaryOf(store: RateLimitStore): RateLimitStore {
+  let current = store as RateLimitStore & { inner?: RateLimitStore; primary?: RateLimitStore };
+  while (current.inner !== undefined || current.primary !== undefined) {
+    current = (current.inner ?? current.primary)!;
+  }
+  return current;
+}

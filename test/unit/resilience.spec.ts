@@ -104,9 +104,13 @@ describe('resilience options', () => {
     [{ timeout: 2.5 }, /timeout must be/],
     [
       { onStoreError: 'retry' as never },
-      /onStoreError must be one of memory, allow, deny, got "retry"/,
+      /onStoreError must be one of memory, allow, deny, or a function returning one, got "retry"/,
     ],
     [{ maxMemoryKeys: -1 }, /maxMemoryKeys must be a positive integer, got -1/],
+    [{ blockCache: 'yes' as never }, /blockCache must be true or false, got "yes"/],
+    [{ onDecision: 'log' as never }, /onDecision must be a function, got "log"/],
+    [{ onLimited: 1 as never }, /onLimited must be a function, got 1/],
+    [{ skipIf: true as never }, /skipIf must be a function, got true/],
   ])('rejects %p at bootstrap', async (options, message) => {
     await expect(
       Test.createTestingModule({ imports: [RateLimitModule.forRoot(options)] }).compile(),
