@@ -23,6 +23,11 @@ export const notOnPath = (command: string, envVar: string) =>
     `${command} is not on PATH: install it (apt-get install -y redis-server) or set ${envVar}`,
   );
 
+/** For a sentinel: its config file, which names the master to watch and which it rewrites. */
+export interface SentinelMode {
+  readonly configFile: string;
+}
+
 /**
  * Starts `redis-server` on `port` with nothing saved to disk, and resolves once it accepts
  * connections. `envVar` names the variable that points the tests at an external server instead.
@@ -32,8 +37,11 @@ export function spawnRedisServer(
   dir: string,
   extraArgs: readonly string[],
   envVar: string,
+  sentinel?: SentinelMode,
 ): Promise<ChildProcess> {
+  const ready = sentinel === undefined ? 'Ready to accept connections' : '+monitor master';
   const args = [
+    ...(sentinel === undefined ? [] : [sentinel.configFile, '--sentinel']),
     ...['--port', String(port), '--bind', '127.0.0.1'],
     ...['--save', '', '--appendonly', 'no', '--dir', dir],
     ...extraArgs,
@@ -47,7 +55,7 @@ export function spawnRedisServer(
     }, READY_TIMEOUT_MS);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes('Ready to accept connections')) {
+      if (output.includes(ready)) {
         clearTimeout(timer);
         proc.stdout?.off('data', onData);
         proc.stdout?.resume();

@@ -1,0 +1,146 @@
+/**
+ * Redis Sentinel: a master, one replica and one sentinel, all private. The master dies mid-traffic;
+ * decisions stay bounded meanwhile, and once the sentinel has promoted the replica, shared limiting
+ * resumes there with the count the replica had.
+ */
+import { type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import { RateLimitModule, type RateLimitPolicy, RateLimitService } from '../../lib/index.js';
+import { uniquePrefix, uniqueUser } from '../contract/fixtures/app.js';
+import { freePort, spawnRedisServer, stopProcess } from '../support/redis-process.js';
+import { waitFor } from '../support/wait-for.js';
+
+const HOST = '127.0.0.1';
+const TIMEOUT_MS = 100;
+const MARGIN_MS = 75;
+
+interface Node {
+  port: number;
+  proc: ChildProcess;
+  dir: string;
+}
+
+async function spawnNode(extraArgs: string[], sentinelOf?: number): Promise<Node> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'rate-limit-sentinel-'));
+  let sentinel;
+  if (sentinelOf !== undefined) {
+    const configFile = join(dir, 'sentinel.conf');
+    writeFileSync(
+      configFile,
+      [
+        `sentinel monitor mymaster ${HOST} ${sentinelOf} 1`,
+        'sentinel down-after-milliseconds mymaster 500',
+        'sentinel failover-timeout mymaster 5000',
+      ].join('\n') + '\n',
+    );
+    sentinel = { configFile };
+  }
+  const proc = await spawnRedisServer(port, dir, extraArgs, 'a private server', sentinel);
+  return { port, proc, dir };
+}
+
+describe('failover under Redis Sentinel', () => {
+  const nodes: Node[] = [];
+  const admins: Redis[] = [];
+  let app: INestApplication | undefined;
+  const admin = (port: number) => {
+    const client = new Redis({ host: HOST, port, retryStrategy: () => null });
+    client.on('error', () => {});
+    admins.push(client);
+    return client;
+  };
+
+  beforeAll(async () => {
+    const master = await spawnNode([]);
+    const replica = await spawnNode(['--replicaof', HOST, String(master.port)]);
+    nodes.push(master, replica, await spawnNode([], master.port));
+    const replicaAdmin = admin(replica.port);
+    await waitFor('the replica in sync', 10_000, async () =>
+      (await replicaAdmin.info('replication')).includes('master_link_status:up')
+        ? true
+        : 'link not up',
+    );
+  });
+  afterAll(async () => {
+    await app?.close();
+    for (const client of admins) client.disconnect();
+    for (const node of nodes) {
+      await stopProcess(node.proc);
+      rmSync(node.dir, { recursive: true, force: true });
+    }
+  });
+
+  it('answers within the timeout during the failover, then counts on the promoted replica', async () => {
+    const [master, replica, sentinel] = nodes;
+    const ref = await Test.createTestingModule({
+      imports: [
+        RateLimitModule.forRoot({
+          redis: { sentinels: [{ host: HOST, port: sentinel.port }], name: 'mymaster' },
+          keyPrefix: uniquePrefix(),
+          timeout: TIMEOUT_MS,
+        }),
+      ],
+    }).compile();
+    app = ref.createNestApplication({ logger: false });
+    await app.init();
+    const limiter = app.get(RateLimitService);
+    const policy: RateLimitPolicy = { period: '1h', threshold: 5 };
+    const key = uniqueUser();
+
+    const before = await Promise.all([0, 1, 2].map(() => limiter.consume(key, policy)));
+    expect(before.map((d) => [d.allowed, d.degraded])).toEqual([
+      [true, undefined],
+      [true, undefined],
+      [true, undefined],
+    ]);
+    expect(await admin(master.port).call('WAIT', '1', '1000')).toBe(1);
+
+    const killedAt = performance.now();
+    await stopProcess(master.proc, 'SIGKILL');
+    const watcher = admin(sentinel.port);
+    const latencies: number[] = [];
+    const answers = new Set<string>();
+    let promotedMs = 0;
+    let sharedAgainMs = 0;
+    await waitFor('shared limiting on the promoted replica', 30_000, async () => {
+      const started = performance.now();
+      const decision = await limiter.consume(`probe-${uniqueUser()}`, policy);
+      latencies.push(performance.now() - started);
+      answers.add(decision.degraded ?? 'shared');
+      if (promotedMs === 0) {
+        const [, port] = (await watcher.call(
+          'SENTINEL',
+          'GET-MASTER-ADDR-BY-NAME',
+          'mymaster',
+        )) as [string, string];
+        if (Number(port) === replica.port) promotedMs = performance.now() - killedAt;
+      }
+      if (promotedMs === 0 || decision.degraded !== undefined) return 'not yet';
+      sharedAgainMs = performance.now() - killedAt;
+      return true;
+    });
+    process.stdout.write(
+      `\nSentinel failover: replica promoted ${promotedMs.toFixed(0)} ms after SIGKILL, ` +
+        `shared limiting back after ${sharedAgainMs.toFixed(0)} ms; ${latencies.length} decisions ` +
+        `meanwhile, slowest ${Math.max(...latencies).toFixed(1)} ms\n`,
+    );
+
+    expect(Math.max(...latencies)).toBeLessThanOrEqual(TIMEOUT_MS + MARGIN_MS);
+    expect([...answers].sort()).toEqual(['memory', 'shared']);
+    // The replica had the three requests: two more fit, then the limit holds.
+    const after = [];
+    for (let i = 0; i < 3; i++) after.push(await limiter.consume(key, policy));
+    expect(after.map((d) => [d.allowed, d.remaining, d.degraded])).toEqual([
+      [true, 1, undefined],
+      [true, 0, undefined],
+      [false, 0, undefined],
+    ]);
+  }, 60_000);
+});
