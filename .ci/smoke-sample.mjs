@@ -1,4 +1,6 @@
-// Waits for the sample to listen, then expects 200, 200, 429 with Retry-After on /hello/sayHi.
+// Waits for an app with the sample's routes to listen, then expects 200, 200, 429 on
+// /hello/sayHi, each with RateLimit and RateLimit-Policy headers, and Retry-After on the 429.
+// Used for the sample app and for the Nest 11 CommonJS app of nest11-smoke.sh.
 const base = process.argv[2];
 const deadline = Date.now() + 120_000;
 const url = `${base}/hello/sayHi`;
@@ -25,7 +27,13 @@ const retryAfter = responses[2].headers.get('retry-after');
 console.log(
   `statuses ${codes.join(', ')}; Retry-After ${retryAfter}; RateLimit ${responses[2].headers.get('ratelimit')}`,
 );
-if (codes.join() !== '200,200,429' || !(Number(retryAfter) >= 1)) {
-  console.error('expected 200, 200, 429 with Retry-After');
+const withHeaders = responses.every(
+  (r) => r.headers.has('ratelimit') && r.headers.has('ratelimit-policy'),
+);
+console.log(`RateLimit-Policy ${responses[2].headers.get('ratelimit-policy')}`);
+if (codes.join() !== '200,200,429' || !(Number(retryAfter) >= 1) || !withHeaders) {
+  console.error(
+    'expected 200, 200, 429 with RateLimit and RateLimit-Policy, Retry-After on the 429',
+  );
   process.exit(1);
 }
