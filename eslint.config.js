@@ -3,7 +3,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'dist-sample/', 'dist-bench/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', 'dist-sample/', 'dist-bench/', 'dist-docs/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
