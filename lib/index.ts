@@ -4,9 +4,12 @@ export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitService, type ConsumeOptions } from './rate-limit.service.js';
 export {
   RateLimitException,
+  GraphQLRateLimitError,
+  type GraphQLRateLimitExtensions,
   COST_TOO_HIGH_MESSAGE,
   STORE_UNAVAILABLE_MESSAGE,
 } from './rate-limit.exception.js';
+export { type RateLimitErrorPayload } from './transports/error-payload.js';
 export { RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
 export {
   type RateLimitModuleOptions,
@@ -15,6 +18,7 @@ export {
   type RateLimitOptionsFactory,
   type ResolvedRateLimitOptions,
   type RedisConnection,
+  type DecisionHook,
 } from './rate-limit.options.js';
 export {
   RateLimitConfigError,

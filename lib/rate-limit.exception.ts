@@ -1,4 +1,5 @@
-import { HttpException, HttpStatus } from '@nestjs/common';
+import { HttpException, HttpStatus, IntrinsicException } from '@nestjs/common';
+import { waitSeconds } from './http/headers.js';
 import { type RateLimitDecision } from './stores/store.interface.js';
 
 /** The 429 message when a request's cost exceeds what a policy can ever allow. */
@@ -17,5 +18,47 @@ export class RateLimitException extends HttpException {
     readonly decision: RateLimitDecision,
   ) {
     super({ statusCode: HttpStatus.TOO_MANY_REQUESTS, message }, HttpStatus.TOO_MANY_REQUESTS);
+  }
+}
+
+/** `extensions` of a {@link GraphQLRateLimitError}, as the client receives them. */
+export interface GraphQLRateLimitExtensions {
+  /** `'TOO_MANY_REQUESTS'` over a limit; `'SERVICE_UNAVAILABLE'` while the store fails under `onStoreError: 'deny'`. */
+  code: 'TOO_MANY_REQUESTS' | 'SERVICE_UNAVAILABLE';
+  /** Seconds to wait, rounded up, as in `Retry-After`; absent when no wait would help. */
+  retryAfter?: number;
+  /** The same wait in milliseconds. */
+  retryAfterMs?: number;
+}
+
+/**
+ * Thrown by the guard when a GraphQL resolver call is turned away. graphql-js copies an error's
+ * `extensions` into the response, so the client sees, e.g.:
+ *
+ * @example
+ * ```json
+ * { "message": "Too Many Requests", "path": ["books"],
+ *   "extensions": { "code": "TOO_MANY_REQUESTS", "retryAfter": 30, "retryAfterMs": 29874 } }
+ * ```
+ *
+ * It is an `IntrinsicException` rather than an `HttpException`: Nest does not log it as an
+ * error, and Apollo's driver does not recast it as `INTERNAL_SERVER_ERROR` with a status.
+ */
+export class GraphQLRateLimitError extends IntrinsicException {
+  readonly extensions: GraphQLRateLimitExtensions;
+
+  constructor(
+    message: string,
+    code: GraphQLRateLimitExtensions['code'],
+    retryAfterMs: number | undefined,
+    /** The decision that turned the call away. */
+    readonly decision: RateLimitDecision,
+  ) {
+    super(message);
+    this.name = 'GraphQLRateLimitError';
+    this.extensions =
+      retryAfterMs === undefined
+        ? { code }
+        : { code, retryAfter: waitSeconds(retryAfterMs), retryAfterMs };
   }
 }

@@ -1,32 +1,21 @@
-import {
-  type CanActivate,
-  type ExecutionContext,
-  Inject,
-  Injectable,
-  ServiceUnavailableException,
-} from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { policyHeader, retryAfterSeconds, writeRateLimitHeaders } from './http/headers.js';
-import {
-  type HttpRequestLike,
-  type HttpResponseLike,
-  routeMethod,
-  routePattern,
-  setHeader,
-} from './http/request.js';
+import { policyHeader } from './http/headers.js';
 import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
-import { defaultTracker } from './keys/tracker.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
 import { placeName } from './rate-limit.decorator.js';
-import {
-  COST_TOO_HIGH_MESSAGE,
-  RateLimitException,
-  STORE_UNAVAILABLE_MESSAGE,
-} from './rate-limit.exception.js';
+import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from './rate-limit.exception.js';
 import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
 import { type PolicyTemplate, resolveCost } from './rate-limit.plan.js';
 import { type ResolvedPolicy } from './rate-limit.policy.js';
 import { RateLimitStore } from './stores/store.interface.js';
+import {
+  newRouteMemo,
+  type Rejection,
+  type RouteMemo,
+  type Transport,
+  transportFor,
+} from './transports/index.js';
 
 /** Everything about one handler the guard needs per request, worked out on its first request. */
 interface HandlerPlan {
@@ -39,14 +28,15 @@ interface HandlerPlan {
   /** Present when every cost is a plain number. */
   readonly costs: readonly number[] | undefined;
   // The key's constant head for the route seen last; a handler almost always has one route.
-  method: string;
-  pattern: string | undefined;
+  readonly route: RouteMemo;
+  routeLabel: string | undefined;
   keyHead: string;
 }
 
 /**
- * Applies `@RateLimit` policies. Registered globally by default; with `globalGuard: false`,
- * attach it yourself.
+ * Applies `@RateLimit` policies on every transport: HTTP (Express, Fastify), GraphQL resolvers,
+ * WebSocket gateways and microservice handlers. Registered globally by default; with
+ * `globalGuard: false`, attach it yourself.
  *
  * @example
  * ```ts
@@ -70,54 +60,59 @@ export class RateLimitGuard implements CanActivate {
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    // WebSocket, RPC and GraphQL contexts carry no HTTP request; they pass untouched.
-    if (context.getType() !== 'http') return true;
+    const transport = transportFor(context.getType());
+    if (transport === undefined) return true;
     const plan = this.planFor(context);
     if (plan === null) return true;
 
-    const http = context.switchToHttp();
-    const req = http.getRequest<HttpRequestLike>();
     const tracker =
       this.options.getTracker === undefined
-        ? defaultTracker(req, this.options.ipv6Subnet)
+        ? transport.tracker(context, this.options.ipv6Subnet)
         : checkTracker(await this.options.getTracker(context), plan.place);
     const policies =
       plan.policies ?? (await Promise.all(plan.templates.map((t) => t.resolve(context))));
     const costs =
       plan.costs ?? (await Promise.all(plan.templates.map((t) => resolveCost(t, context))));
 
-    const head = this.keyHead(plan, req) + encodeKeyPart(tracker);
+    const head = this.keyHead(plan, transport, context) + encodeKeyPart(tracker);
     const keys = new Array<string>(policies.length);
     for (let i = 0; i < keys.length; i++) {
       keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i], i) : plan.tails[i]);
     }
     const decision = await this.store.consume(keys, policies, costs);
-    const res = http.getResponse<HttpResponseLike>();
+
     if (decision.degraded === 'allow') return true;
     if (decision.degraded === 'deny') {
-      setHeader(res, 'Retry-After', retryAfterSeconds(decision.retryAfterMs));
-      throw new ServiceUnavailableException(STORE_UNAVAILABLE_MESSAGE);
-    }
-
-    const header = plan.policyHeader ?? policyHeader(policies);
-    writeRateLimitHeaders(res, this.options.headers, header, decision);
-    if (!decision.allowed) {
-      const never = decision.retryAfterMs === Infinity;
-      throw new RateLimitException(
-        never ? COST_TOO_HIGH_MESSAGE : this.options.errorMessage,
+      return this.turnAway(context, transport, {
+        reason: 'unavailable',
+        message: STORE_UNAVAILABLE_MESSAGE,
         decision,
-      );
+      });
     }
-    return true;
+    const header = plan.policyHeader ?? policyHeader(policies);
+    transport.report(context, this.options.headers, header, decision);
+    if (decision.allowed) return true;
+    const never = decision.retryAfterMs === Infinity;
+    return this.turnAway(context, transport, {
+      reason: 'limited',
+      message: never ? COST_TOO_HIGH_MESSAGE : this.options.errorMessage,
+      decision,
+    });
   }
 
-  private keyHead(plan: HandlerPlan, req: HttpRequestLike): string {
-    const method = routeMethod(req);
-    const pattern = routePattern(req);
-    if (method !== plan.method || pattern !== plan.pattern) {
-      plan.keyHead = this.keys.routeHead(`${method} ${pattern ?? plan.place}`);
-      plan.method = method;
-      plan.pattern = pattern;
+  private async turnAway(
+    context: ExecutionContext,
+    transport: Transport,
+    rejection: Rejection,
+  ): Promise<never> {
+    throw await transport.reject(context, rejection);
+  }
+
+  private keyHead(plan: HandlerPlan, transport: Transport, context: ExecutionContext): string {
+    const label = transport.route(context, plan.route, plan.place);
+    if (label !== plan.routeLabel) {
+      plan.keyHead = this.keys.routeHead(label);
+      plan.routeLabel = label;
     }
     return plan.keyHead;
   }
@@ -166,8 +161,8 @@ export class RateLimitGuard implements CanActivate {
       tails: fixed?.map((p, i) => KeyBuilder.tail(p, i)),
       policyHeader: fixed && policyHeader(fixed),
       costs,
-      method: '',
-      pattern: undefined,
+      route: newRouteMemo(),
+      routeLabel: undefined,
       keyHead: '',
     };
   }

@@ -16,9 +16,14 @@ export function policyHeader(policies: readonly ResolvedPolicy[]): string {
   return policies.map((p) => `"${p.name}";q=${p.threshold};w=${seconds(p.periodMs)}`).join(', ');
 }
 
-/** `Retry-After` in whole seconds, rounded up and never 0, so clients do not retry too early. */
+/** A wait in whole seconds, rounded up and never 0, so clients do not retry too early. */
+export function waitSeconds(retryAfterMs: number): number {
+  return Math.max(1, seconds(retryAfterMs));
+}
+
+/** `Retry-After`: the wait in whole seconds, as {@link waitSeconds}. */
 export function retryAfterSeconds(retryAfterMs: number): string {
-  return String(Math.max(1, seconds(retryAfterMs)));
+  return String(waitSeconds(retryAfterMs));
 }
 
 /** Writes the configured headers for one decision. */

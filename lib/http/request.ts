@@ -2,15 +2,17 @@
 export interface HttpRequestLike {
   method?: string;
   ip?: string;
-  user?: { id?: unknown; sub?: unknown } | null;
+  user?: unknown;
   socket?: { remoteAddress?: string };
   /** Express: the matched route. */
   route?: { path?: unknown };
   /** Fastify: the matched route. */
   routeOptions?: { url?: string };
+  /** Fastify: the Node request underneath, which is what Nest middleware sees. */
+  raw?: { user?: unknown };
 }
 
-/** The parts of an Express or Fastify response the guard writes. */
+/** The parts of an Express response or a Fastify reply the guard writes. */
 export interface HttpResponseLike {
   header?(name: string, value: string): unknown;
   setHeader?(name: string, value: string): unknown;

@@ -2,17 +2,33 @@ import { type HttpRequestLike } from '../http/request.js';
 import { normalizeIp } from './ip.js';
 
 /**
- * Who a request counts against: the authenticated user (`req.user.id`, else `req.user.sub`),
- * otherwise the client address. The `user:` / `ip:` prefixes keep a user named `1.2.3.4`
- * apart from the client at 1.2.3.4.
+ * The tracker of an authenticated user: `user:<id>` from `user.id`, else `user.sub`; undefined
+ * when there is no usable id. The `user:` / `ip:` prefixes keep a user named `1.2.3.4` apart from
+ * the client at 1.2.3.4.
+ */
+export function userTracker(user: unknown): string | undefined {
+  if (user == null || typeof user !== 'object') return undefined;
+  const { id, sub } = user as { id?: unknown; sub?: unknown };
+  const value = id ?? sub;
+  if ((typeof value === 'string' && value !== '') || typeof value === 'number') {
+    return `user:${value}`;
+  }
+  return typeof value === 'bigint' ? `user:${value}` : undefined;
+}
+
+/** The tracker of a client address; missing or malformed addresses share one bucket. */
+export function addressTracker(address: string | undefined, ipv6Subnet: number): string {
+  return `ip:${normalizeIp(address, ipv6Subnet)}`;
+}
+
+/**
+ * Who an HTTP request counts against: the authenticated user (`req.user.id`, else
+ * `req.user.sub`), otherwise the client address. On Fastify, Nest middleware sees the raw Node
+ * request, so a user set there is found on `req.raw.user`.
  */
 export function defaultTracker(req: HttpRequestLike, ipv6Subnet: number): string {
-  const user = req.user;
-  if (user != null && typeof user === 'object') {
-    const id = user.id ?? user.sub;
-    if ((typeof id === 'string' && id !== '') || typeof id === 'number' || typeof id === 'bigint') {
-      return `user:${id}`;
-    }
-  }
-  return `ip:${normalizeIp(req.ip ?? req.socket?.remoteAddress, ipv6Subnet)}`;
+  return (
+    userTracker(req.user ?? req.raw?.user) ??
+    addressTracker(req.ip ?? req.socket?.remoteAddress, ipv6Subnet)
+  );
 }

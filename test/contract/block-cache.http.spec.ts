@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
+import { createApp, HTTP_ADAPTERS, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 import { TestClock, useRedis } from '../support/stores.js';
 
 /**
@@ -19,7 +19,7 @@ function countScripts(client: Redis): () => number {
   return () => calls;
 }
 
-describe('block cache over HTTP', () => {
+describe.each(HTTP_ADAPTERS)('block cache over HTTP on %s', (adapter) => {
   const redis = useRedis('redis');
   const apps: INestApplication[] = [];
   afterEach(async () => {
@@ -30,12 +30,10 @@ describe('block cache over HTTP', () => {
     const clock = new TestClock();
     const client = new Redis(redis().url);
     const scripts = countScripts(client);
-    const app = await createApp({
-      redis: client,
-      keyPrefix: uniquePrefix(),
-      clock: clock.now,
-      blockCache,
-    });
+    const app = await createApp(
+      { redis: client, keyPrefix: uniquePrefix(), clock: clock.now, blockCache },
+      { adapter },
+    );
     apps.push(app);
     // Another client's request first: the first decision on a server also loads the script.
     await request(app.getHttpServer()).get('/hello/sayHi').set(USER_HEADER, uniqueUser());

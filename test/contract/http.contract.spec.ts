@@ -3,21 +3,31 @@ import { type INestApplication } from '@nestjs/common';
 import { parseList } from 'structured-headers';
 import request from 'supertest';
 import { type HeaderMode, type RateLimitRootOptions } from '../../lib/index.js';
-import { STORE_KINDS, useRedis } from '../support/stores.js';
-import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
+import { useRedis } from '../support/stores.js';
+import {
+  createApp,
+  HTTP_ADAPTERS,
+  STORES_AND_ADAPTERS,
+  uniquePrefix,
+  uniqueUser,
+  USER_HEADER,
+} from './fixtures/app.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(STORE_KINDS)('HTTP contract on the %s store', (kind) => {
+describe.each(STORES_AND_ADAPTERS)('HTTP contract on the %s store over %s', (kind, adapter) => {
   const redis = useRedis(kind);
   const apps: INestApplication[] = [];
 
   async function app(options: RateLimitRootOptions = {}): Promise<INestApplication> {
-    const created = await createApp({
-      keyPrefix: uniquePrefix(),
-      ...(kind === 'redis' ? { redis: redis().url } : {}),
-      ...options,
-    });
+    const created = await createApp(
+      {
+        keyPrefix: uniquePrefix(),
+        ...(kind === 'redis' ? { redis: redis().url } : {}),
+        ...options,
+      },
+      { adapter },
+    );
     apps.push(created);
     return created;
   }
@@ -201,15 +211,9 @@ describe.each(STORE_KINDS)('HTTP contract on the %s store', (kind) => {
   });
 });
 
-describe('client IP and proxies (Express)', () => {
-  async function appWithTrustProxy(trust: boolean) {
-    const a = await createApp({ keyPrefix: uniquePrefix() });
-    (a.getHttpAdapter().getInstance() as { set(k: string, v: unknown): void }).set(
-      'trust proxy',
-      trust,
-    );
-    return a;
-  }
+describe.each(HTTP_ADAPTERS)('client IP and proxies over %s', (adapter) => {
+  const appWithTrustProxy = (trustProxy: boolean) =>
+    createApp({ keyPrefix: uniquePrefix() }, { adapter, trustProxy });
   const from = (a: INestApplication, forwardedFor: string) =>
     request(a.getHttpServer()).get('/hello/sayHi').set('X-Forwarded-For', forwardedFor);
 

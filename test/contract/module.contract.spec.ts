@@ -10,7 +10,6 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import {
@@ -25,8 +24,16 @@ import {
   RedisStore,
 } from '../../lib/index.js';
 import { primaryOf, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
-import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
-import { CONTROLLERS } from './fixtures/controllers.js';
+import {
+  createApp,
+  HTTP_ADAPTERS,
+  type HttpAdapterKind,
+  uniquePrefix,
+  uniqueUser,
+  USER_HEADER,
+} from './fixtures/app.js';
+import { CONTROLLERS, ItemsHeadController } from './fixtures/controllers.js';
+import { startHttpApp } from './fixtures/http-app.js';
 
 const CONFIG = Symbol('CONFIG');
 
@@ -46,13 +53,10 @@ describe.each(STORE_KINDS)('module contract on the %s store', (kind) => {
   async function boot(
     imports: unknown[],
     controllers: Array<new () => object> = CONTROLLERS,
+    adapter: HttpAdapterKind = 'express',
   ): Promise<INestApplication> {
-    const ref = await Test.createTestingModule({
-      imports: imports as never[],
-      controllers,
-    }).compile();
-    const app = ref.createNestApplication({ logger: false });
-    await app.listen(0, '127.0.0.1');
+    if (adapter === 'fastify') controllers = controllers.filter((c) => c !== ItemsHeadController);
+    const app = await startHttpApp({ imports: imports as never[], controllers }, { adapter });
     apps.push(app);
     return app;
   }
@@ -138,30 +142,34 @@ describe.each(STORE_KINDS)('module contract on the %s store', (kind) => {
     expect([(await hit('/guarded')).status, (await hit('/guarded')).status]).toEqual([200, 429]);
   });
 
-  it('sees req.user set by an auth guard registered as APP_GUARD in a module imported first', async () => {
-    @Injectable()
-    class HeaderAuthGuard implements CanActivate {
-      canActivate(context: ExecutionContext) {
-        const req = context.switchToHttp().getRequest();
-        req.user = { id: req.headers['x-auth'] };
-        return true;
+  it.each(HTTP_ADAPTERS)(
+    'sees req.user set by an auth guard registered as APP_GUARD in a module imported first (%s)',
+    async (adapter) => {
+      @Injectable()
+      class HeaderAuthGuard implements CanActivate {
+        canActivate(context: ExecutionContext) {
+          const req = context.switchToHttp().getRequest();
+          req.user = { id: req.headers['x-auth'] };
+          return true;
+        }
       }
-    }
-    @Module({ providers: [{ provide: APP_GUARD, useClass: HeaderAuthGuard }] })
-    class AuthModule {}
+      @Module({ providers: [{ provide: APP_GUARD, useClass: HeaderAuthGuard }] })
+      class AuthModule {}
 
-    const app = await boot([
-      AuthModule,
-      RateLimitModule.forRoot({ ...storeOptions(), keyPrefix: uniquePrefix() }),
-    ]);
-    const as = (user: string) =>
-      request(app.getHttpServer()).get('/hello/sayHi').set('x-auth', user);
-    const [alice, bob] = [uniqueUser(), uniqueUser()];
-    const codes = [];
-    for (const user of [alice, alice, alice, bob]) codes.push((await as(user)).status);
-    // Keyed by IP instead, bob's request would be the third from 127.0.0.1 and be rejected.
-    expect(codes).toEqual([200, 200, 429, 200]);
-  });
+      const app = await boot(
+        [AuthModule, RateLimitModule.forRoot({ ...storeOptions(), keyPrefix: uniquePrefix() })],
+        CONTROLLERS,
+        adapter,
+      );
+      const as = (user: string) =>
+        request(app.getHttpServer()).get('/hello/sayHi').set('x-auth', user);
+      const [alice, bob] = [uniqueUser(), uniqueUser()];
+      const codes = [];
+      for (const user of [alice, alice, alice, bob]) codes.push((await as(user)).status);
+      // Keyed by IP instead, bob's request would be the third from 127.0.0.1 and be rejected.
+      expect(codes).toEqual([200, 200, 429, 200]);
+    },
+  );
 
   it('evicts or expires every key it writes once its window has passed', async () => {
     // Redis expires keys on its own clock, so check its TTLs in real time; the memory store's

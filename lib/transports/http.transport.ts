@@ -1,0 +1,43 @@
+import { type ExecutionContext, ServiceUnavailableException } from '@nestjs/common';
+import { retryAfterSeconds, writeRateLimitHeaders } from '../http/headers.js';
+import {
+  type HttpRequestLike,
+  type HttpResponseLike,
+  routeMethod,
+  routePattern,
+  setHeader,
+} from '../http/request.js';
+import { defaultTracker } from '../keys/tracker.js';
+import { RateLimitException } from '../rate-limit.exception.js';
+import { type Rejection, type Transport } from './transport.js';
+
+// Express and Fastify both hand guards (request, response, next) as the context's arguments.
+const request = (context: ExecutionContext) => context.getArgByIndex<HttpRequestLike>(0);
+const response = (context: ExecutionContext) => context.getArgByIndex<HttpResponseLike>(1);
+
+/** Controllers on Express or Fastify: keyed by method and route pattern, answered with 429. */
+export const httpTransport: Transport = {
+  tracker: (context, ipv6Subnet) => defaultTracker(request(context), ipv6Subnet),
+
+  route(context, memo, place) {
+    const req = request(context);
+    const method = routeMethod(req);
+    const pattern = routePattern(req);
+    if (method !== memo.first || pattern !== memo.second) {
+      memo.first = method;
+      memo.second = pattern;
+      memo.label = `${method} ${pattern ?? place}`;
+    }
+    return memo.label;
+  },
+
+  report(context, mode, policyHeader, decision) {
+    writeRateLimitHeaders(response(context), mode, policyHeader, decision);
+  },
+
+  reject(context, { reason, message, decision }: Rejection) {
+    if (reason === 'limited') return new RateLimitException(message, decision);
+    setHeader(response(context), 'Retry-After', retryAfterSeconds(decision.retryAfterMs));
+    return new ServiceUnavailableException(message);
+  },
+};

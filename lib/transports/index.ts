@@ -1,0 +1,26 @@
+import { graphqlTransport } from './graphql.transport.js';
+import { httpTransport } from './http.transport.js';
+import { rpcTransport } from './rpc.transport.js';
+import { type Transport } from './transport.js';
+import { wsTransport } from './ws.transport.js';
+
+export { newRouteMemo, type Rejection, type RouteMemo, type Transport } from './transport.js';
+
+/**
+ * The transport for a context type (`context.getType()`), or undefined for a type the module
+ * does not know, whose calls then pass unlimited.
+ */
+export function transportFor(type: string): Transport | undefined {
+  switch (type) {
+    case 'http':
+      return httpTransport;
+    case 'graphql':
+      return graphqlTransport;
+    case 'ws':
+      return wsTransport;
+    case 'rpc':
+      return rpcTransport;
+    default:
+      return undefined;
+  }
+}

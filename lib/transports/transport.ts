@@ -1,0 +1,62 @@
+import { type ExecutionContext } from '@nestjs/common';
+import { type HeaderMode } from '../http/headers.js';
+import { type RateLimitDecision } from '../stores/store.interface.js';
+
+/**
+ * A route label in the making, kept per handler: the two parts it was built from last time and
+ * the label itself, so a transport can tell whether the label still holds without building a
+ * string on every call.
+ */
+export interface RouteMemo {
+  first: unknown;
+  second: unknown;
+  label: string;
+}
+
+// Matches no part a transport reads, so the first call always builds the label.
+const UNSET = Symbol('unset');
+
+export function newRouteMemo(): RouteMemo {
+  return { first: UNSET, second: UNSET, label: '' };
+}
+
+/** Why a call is turned away. */
+export interface Rejection {
+  /** `'limited'`: over a limit (429); `'unavailable'`: the store fails and `onStoreError` is `'deny'` (503). */
+  readonly reason: 'limited' | 'unavailable';
+  readonly message: string;
+  readonly decision: RateLimitDecision;
+}
+
+/**
+ * What the guard needs from one kind of execution context (`context.getType()`): who a call
+ * counts against, which route it is, how to tell the client about a decision and how to turn a
+ * call away. Implementations read the context's arguments by index, which allocates nothing.
+ */
+export interface Transport {
+  /** Who the call counts against when no `getTracker` option is given. */
+  tracker(context: ExecutionContext, ipv6Subnet: number): string;
+  /**
+   * The route's label, e.g. `GET /items/:id`, `Query.books`, `ws:chat`, `rpc:sum`: `memo.label`
+   * when the call's route matches the one memo was last set for, so a repeated route returns the
+   * very same string. `place` (`Class.method`) stands in when the transport knows no route.
+   */
+  route(context: ExecutionContext, memo: RouteMemo, place: string): string;
+  /** Tells the client about a decision where the transport can (HTTP response headers). */
+  report(
+    context: ExecutionContext,
+    mode: HeaderMode,
+    policyHeader: string,
+    decision: RateLimitDecision,
+  ): void;
+  /**
+   * The error that turns the call away, in the shape the transport's exception filters pass on
+   * to the client. A promise only while an optional package is loaded, the first time.
+   */
+  reject(context: ExecutionContext, rejection: Rejection): Error | Promise<Error>;
+}
+
+/** The wait to announce for a rejection, or undefined when no wait would help (`Infinity`). */
+export function finiteWait(decision: RateLimitDecision): number | undefined {
+  return Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : undefined;
+}
