@@ -5,6 +5,7 @@ import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
 import { placeName } from './rate-limit.decorator.js';
 import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from './rate-limit.exception.js';
+import { DecisionHooks } from './rate-limit.hooks.js';
 import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
 import { type PolicyTemplate, resolveCost } from './rate-limit.plan.js';
 import { type ResolvedPolicy } from './rate-limit.policy.js';
@@ -50,6 +51,7 @@ interface HandlerPlan {
 export class RateLimitGuard implements CanActivate {
   private readonly plans = new WeakMap<object, Map<object, HandlerPlan | null>>();
   private readonly keys: KeyBuilder;
+  private readonly hooks: DecisionHooks;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -57,6 +59,7 @@ export class RateLimitGuard implements CanActivate {
     private readonly reflector: Reflector,
   ) {
     this.keys = new KeyBuilder(options.keyPrefix);
+    this.hooks = new DecisionHooks(options);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -64,6 +67,10 @@ export class RateLimitGuard implements CanActivate {
     if (transport === undefined) return true;
     const plan = this.planFor(context);
     if (plan === null) return true;
+    if (this.hooks.skipIf !== undefined) {
+      const skip = this.hooks.skip(context);
+      if (skip === true || (skip !== false && (await skip))) return true;
+    }
 
     const tracker =
       this.options.getTracker === undefined
@@ -80,6 +87,7 @@ export class RateLimitGuard implements CanActivate {
       keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i], i) : plan.tails[i]);
     }
     const decision = await this.store.consume(keys, policies, costs);
+    if (this.hooks.onDecision !== undefined) this.hooks.decided(context, decision);
 
     if (decision.degraded === 'allow') return true;
     if (decision.degraded === 'deny') {
@@ -105,6 +113,7 @@ export class RateLimitGuard implements CanActivate {
     transport: Transport,
     rejection: Rejection,
   ): Promise<never> {
+    if (this.hooks.onLimited !== undefined) this.hooks.limited(context, rejection.decision);
     throw await transport.reject(context, rejection);
   }
 
