@@ -2,6 +2,7 @@ import { Logger, Module } from '@nestjs/common';
 import { RateLimitModule } from 'nestjs-rate-limit';
 import { HelloController } from './hello.controller.js';
 import { ItemsController } from './items.controller.js';
+import { countDecision, MetricsController } from './metrics.js';
 
 @Module({
   imports: [
@@ -13,10 +14,10 @@ import { ItemsController } from './items.controller.js';
         if (redis) logger.log(`Rate limits are shared through Redis at ${new URL(redis).host}`);
         else
           logger.log('Rate limits are kept in memory; set REDIS_URL to share them through Redis');
-        return redis ? { redis } : {};
+        return { ...(redis ? { redis } : {}), onDecision: countDecision };
       },
     }),
   ],
-  controllers: [HelloController, ItemsController],
+  controllers: [HelloController, ItemsController, MetricsController],
 })
 export class AppModule {}

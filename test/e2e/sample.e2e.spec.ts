@@ -37,4 +37,20 @@ describe('the sample app', () => {
     for (let i = 0; i < 15; i++)
       expect((await request(server).get('/items/health')).status).toBe(200);
   });
+
+  it('counts those decisions on /metrics through onDecision, without limiting /metrics itself', async () => {
+    const res = await request(app.getHttpServer()).get('/metrics');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    const count = (handler: string, outcome: string) =>
+      new RegExp(
+        `^rate_limit_decisions_total\\{handler="${handler}",outcome="${outcome}"\\} (\\d+)$`,
+        'm',
+      ).exec(res.text)?.[1];
+    expect(count('HelloController.sayHi', 'allowed')).toBe('2');
+    expect(count('HelloController.sayHi', 'limited')).toBe('1');
+    expect(count('ItemsController.findOne', 'allowed')).toBe('10');
+    expect(count('ItemsController.findOne', 'limited')).toBe('1');
+    expect(res.text).not.toMatch(/MetricsController/);
+  });
 });
