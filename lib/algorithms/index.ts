@@ -14,13 +14,11 @@ export const TWINS: Readonly<Record<Algorithm, AlgorithmTwin<unknown, unknown>>>
   'leaky-bucket': gcra,
 } as Record<Algorithm, AlgorithmTwin<unknown, unknown>>);
 
-/** Lua sources, in the order they are joined into one script: prelude, algorithms, driver. */
-export const LUA_FILES = [
-  'prelude',
-  'sliding-window',
-  'sliding-window-counter',
-  'fixed-window',
-  'token-bucket',
-  'gcra',
-  'decide',
-] as const;
+/** Each algorithm's Lua file (without `.lua`), by its code in keys and script arguments. */
+export const LUA_ALGORITHMS: Readonly<Record<string, string>> = Object.freeze({
+  sw: 'sliding-window',
+  swc: 'sliding-window-counter',
+  fw: 'fixed-window',
+  tb: 'token-bucket',
+  gcra: 'gcra',
+});

@@ -9,7 +9,7 @@ import {
   RedisStore,
 } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
-import { DECIDE_SCRIPT } from '../../lib/stores/redis/scripts.js';
+import { DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { type ClusterMaster } from '../support/redis-cluster.js';
 import { waitFor } from '../support/wait-for.js';
 import { useCluster } from '../support/stores.js';
@@ -82,7 +82,7 @@ describe('failover on a Redis Cluster of three masters and three replicas', () =
       await onReplica.call('READONLY');
       expect(await onReplica.zcard(key)).toBe(3);
       // Scripts are replicated by their effects, so the replica has never loaded this one.
-      const sha = createHash('sha1').update(DECIDE_SCRIPT).digest('hex');
+      const sha = createHash('sha1').update(DECISION_SCRIPTS.sw.lua).digest('hex');
       expect(await onReplica.call('SCRIPT', 'EXISTS', sha)).toEqual([0]);
 
       // Other trackers in the victim's slots, so the traffic during the failover meets it.

@@ -8,7 +8,7 @@ import {
   type RateLimitDecision,
   type RateLimitStore,
 } from '../store.interface.js';
-import { DECIDE_COMMAND, DECIDE_SCRIPT } from './scripts.js';
+import { DECISION_SCRIPTS } from './scripts.js';
 
 export interface RedisStoreOptions {
   /** An ioredis client or cluster. */
@@ -42,15 +42,18 @@ export class RedisStore implements RateLimitStore {
   readonly client: Redis | Cluster;
   private readonly ownsClient: boolean;
   private readonly clock: Clock | undefined;
-  private readonly decide: DecideCommand;
+  /** A bound command per script, by algorithm code, plus `mixed`. */
+  private readonly commands = new Map<string, DecideCommand>();
 
   constructor(options: RedisStoreOptions) {
     this.client = options.client;
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
-    this.client.defineCommand(DECIDE_COMMAND, { lua: DECIDE_SCRIPT });
-    const bound = (this.client as unknown as Record<string, DecideCommand>)[DECIDE_COMMAND];
-    this.decide = bound.bind(this.client);
+    const commands = this.client as unknown as Record<string, DecideCommand>;
+    for (const [code, { command, lua }] of Object.entries(DECISION_SCRIPTS)) {
+      this.client.defineCommand(command, { lua });
+      this.commands.set(code, commands[command].bind(this.client));
+    }
   }
 
   async consume(
@@ -66,7 +69,7 @@ export class RedisStore implements RateLimitStore {
       const p = policies[i];
       args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i]);
     }
-    const reply = await this.decide(...args);
+    const reply = await this.commandFor(policies)(...args);
     const answers: PolicyDecision[] = new Array(n);
     for (let i = 0, r = 1; i < n; i++, r += 4) {
       answers[i] = policyDecision(
@@ -78,6 +81,15 @@ export class RedisStore implements RateLimitStore {
       );
     }
     return combineDecisions(reply[0] === 1, answers);
+  }
+
+  /** The script with only the algorithm every policy uses, or the one with all of them. */
+  private commandFor(policies: readonly ResolvedPolicy[]): DecideCommand {
+    const code = policies[0].code;
+    for (let i = 1; i < policies.length; i++) {
+      if (policies[i].code !== code) return this.commands.get('mixed')!;
+    }
+    return this.commands.get(code)!;
   }
 
   /** Closes the client if the store owns it, resolving once the connection has really ended. */
