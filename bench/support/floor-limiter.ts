@@ -1,0 +1,48 @@
+/**
+ * The floor: the least a Redis sliding-window log can cost. Four calls in one script, sent with
+ * EVALSHA, with the time and a unique member chosen by the client, and nothing else: no TIME
+ * call, no retry-after, no hash tag, no policy handling. Any real limiter pays at least this.
+ */
+import { Redis } from 'ioredis';
+import { closeClient, type Limit, type Limiter, neverDegraded } from './limiter.js';
+
+const FLOOR_SCRIPT = `
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local allowed = 0
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[4])
+  allowed = 1
+end
+redis.call('PEXPIRE', KEYS[1], window)
+return allowed
+`;
+
+type FloorCommand = (
+  key: string,
+  now: number,
+  window: number,
+  limit: number,
+  member: number,
+) => Promise<number>;
+
+export async function floorLimiter(url: string, prefix: string, limit: Limit): Promise<Limiter> {
+  const client = new Redis(url);
+  client.defineCommand('benchFloorWindow', { numberOfKeys: 1, lua: FLOOR_SCRIPT });
+  const command = (client as unknown as { benchFloorWindow: FloorCommand }).benchFloorWindow.bind(
+    client,
+  );
+  await client.ping();
+  // Unique per process, which is all one client needs: two requests never share a member.
+  let member = 0;
+  return {
+    client,
+    decide: async (key) =>
+      (await command(`${prefix}:${key}`, Date.now(), limit.periodMs, limit.threshold, ++member)) ===
+      1,
+    redisKeyMarker: (key) => `${prefix}:${key}`,
+    degraded: neverDegraded,
+    close: () => closeClient(client),
+  };
+}

@@ -1,0 +1,73 @@
+/** The libraries people would pick instead, each called the way its documentation shows. */
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { Redis } from 'ioredis';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { closeClient, type Limit, type Limiter, neverDegraded } from './limiter.js';
+
+export interface FlexibleOptions {
+  readonly prefix: string;
+  /** rate-limiter-flexible's opt-in local block: answer a key locally once it consumed this much. */
+  readonly inMemoryBlockOnConsumed?: number;
+}
+
+/** rate-limiter-flexible's RateLimiterRedis: a fixed window that starts at a key's first request. */
+export async function flexibleLimiter(
+  url: string,
+  limit: Limit,
+  options: FlexibleOptions,
+): Promise<Limiter> {
+  if (limit.periodMs % 1000 !== 0) throw new Error('rate-limiter-flexible counts whole seconds');
+  const client = new Redis(url);
+  await client.ping();
+  const limiter = new RateLimiterRedis({
+    storeClient: client,
+    keyPrefix: options.prefix,
+    points: limit.threshold,
+    duration: limit.periodMs / 1000,
+    inMemoryBlockOnConsumed: options.inMemoryBlockOnConsumed,
+  });
+  return {
+    client,
+    decide: async (key) => {
+      try {
+        await limiter.consume(key);
+        return true;
+      } catch (error) {
+        // Over the limit it rejects with a RateLimiterRes; anything else is a real failure.
+        if (error instanceof RateLimiterRes) return false;
+        throw error;
+      }
+    },
+    redisKeyMarker: (key) => `${options.prefix}:${key}`,
+    degraded: neverDegraded,
+    close: () => closeClient(client),
+  };
+}
+
+/**
+ * @nest-lab/throttler-storage-redis, the Redis storage of @nestjs/throttler, called as the
+ * throttler guard calls it. Its block duration is the guard's default, the ttl: with 0, Redis
+ * refuses the script's `SET … PX 0` as soon as a key goes over its limit.
+ */
+export async function nestLabLimiter(url: string, limit: Limit, prefix: string): Promise<Limiter> {
+  const client = new Redis(url);
+  await client.ping();
+  const storage = new ThrottlerStorageRedisService(client);
+  return {
+    client,
+    decide: async (key) => {
+      const record = await storage.increment(
+        `${prefix}:${key}`,
+        limit.periodMs,
+        limit.threshold,
+        limit.periodMs,
+        'default',
+      );
+      return !record.isBlocked;
+    },
+    // It stores `{<key>:<throttler name>}:hits` and `…:blocked`.
+    redisKeyMarker: (key) => `{${prefix}:${key}:default}`,
+    degraded: neverDegraded,
+    close: () => closeClient(client),
+  };
+}
