@@ -1,0 +1,98 @@
+/**
+ * `npm run bench`: ours against the floor and the usual alternatives, in one process, one run,
+ * against one private redis-server, so every row saw the same machine and the same server.
+ *
+ *   npm run bench -- [--only decisions,flood,memory,http] [--quick] [--write]
+ *
+ * Tables go to stdout (progress to stderr); --write also rewrites bench/RESULTS.md, keeping the
+ * hand-written notes at its end.
+ */
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { type DecisionsResult, runDecisions } from './decisions.js';
+import { type FloodResult, runFlood } from './flood.js';
+import { type MemoryResult, runMemory } from './memory.js';
+import { type BenchContext, progress } from './support/bench-context.js';
+import { parseOptions } from './support/bench-options.js';
+import { type HttpRow, renderHttpRows } from './support/http-rows.js';
+import { closeClient } from './support/limiter.js';
+import { describeMachine } from './support/machine.js';
+import { startPrivateRedis } from './support/private-redis.js';
+import { writeResults } from './support/results-file.js';
+import { renderTargets } from './support/targets.js';
+
+// Far past a full run (about 4 minutes without HTTP, a few more with it): a hung run still ends.
+const WATCHDOG_MS = 20 * 60_000;
+const RESULTS_PATH = fileURLToPath(new URL('../../bench/RESULTS.md', import.meta.url));
+
+const options = parseOptions(process.argv.slice(2));
+const command = [
+  'npm run bench',
+  ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : []),
+].join(' ');
+
+const redis = await startPrivateRedis();
+const watchdog = setTimeout(() => {
+  process.stderr.write(`bench: not done after ${WATCHDOG_MS / 60_000} minutes, giving up\n`);
+  void redis.stop().finally(() => process.exit(1));
+}, WATCHDOG_MS).unref();
+const admin = new Redis(redis.url);
+const parts: string[] = [];
+const emit = (markdown: string) => {
+  parts.push(markdown);
+  console.log(`${markdown}\n`);
+};
+
+try {
+  const machine = await describeMachine(admin);
+  emit(
+    [
+      '# Benchmark results',
+      '',
+      `- date: ${new Date().toISOString()}`,
+      `- machine: ${machine.cores} cores (os.availableParallelism), ${machine.cpu}`,
+      `- Node ${machine.node}, Redis ${machine.redis} (a private redis-server on 127.0.0.1, ` +
+        'shared by every contender)',
+      `- command: \`${command}\``,
+      ...(options.quick
+        ? ['- **quick run: 10× smaller workloads, a smoke check, not results**']
+        : []),
+    ].join('\n'),
+  );
+
+  const ctx: BenchContext = { redisUrl: redis.url, admin, quick: options.quick };
+  let decisions: DecisionsResult | undefined;
+  let flood: FloodResult | undefined;
+  let memory: MemoryResult | undefined;
+  let http: HttpRow[] | undefined;
+  if (options.sections.has('decisions')) {
+    decisions = await runDecisions(ctx);
+    emit(decisions.markdown);
+  }
+  if (options.sections.has('flood')) {
+    flood = await runFlood(ctx);
+    emit(flood.markdown);
+  }
+  if (options.sections.has('memory')) {
+    memory = await runMemory(ctx);
+    emit(memory.markdown);
+  }
+  if (options.sections.has('http')) {
+    // Loaded only when asked for: it starts app processes and needs its own dependencies.
+    const section = await import('./http/run.js');
+    await admin.flushall();
+    progress('http', 'starting');
+    http = await section.runHttpBench({ redisUrl: redis.url, quick: options.quick });
+    emit(renderHttpRows(http, section.HTTP_WORKLOAD_NOTE));
+  }
+  emit(renderTargets({ decisions, flood, memory, http }));
+
+  if (options.write) {
+    writeResults(RESULTS_PATH, parts.join('\n\n'));
+    progress('bench', `wrote ${RESULTS_PATH}`);
+  }
+} finally {
+  clearTimeout(watchdog);
+  await closeClient(admin);
+  await redis.stop();
+}
