@@ -98,7 +98,8 @@ export async function runHttpBench(options: HttpBenchOptions): Promise<HttpRow[]
       const row = await measureOnce(testCase, durations, options);
       log(
         `round ${round + 1}/${durations.rounds} ${row.adapter} / ${row.config}: ` +
-          `${row.reqPerSec} req/s, p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms`,
+          `${row.reqPerSec} req/s, p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ` +
+          `non-2xx ${row.non2xx}, degraded ${row.degradedDecisions}`,
       );
       const previous = best.get(testCase);
       const kept = previous === undefined || row.reqPerSec > previous.reqPerSec ? row : previous;
