@@ -17,17 +17,34 @@ if not now then
 end
 local slack = tonumber(ARGV[2])
 
-local policies, checks = {}, {}
-local allowed = 1
-for i = 1, #KEYS do
+local function policy(i)
   local a = 2 + (i - 1) * 5
-  local p = {
+  return {
     algorithm = ALGORITHMS[ARGV[a + 1]],
     period = tonumber(ARGV[a + 2]),
     limit = tonumber(ARGV[a + 3]),
     burst = tonumber(ARGV[a + 4]),
     cost = tonumber(ARGV[a + 5]),
   }
+end
+
+-- One policy, the usual case: the same steps without the tables that gather several.
+if #KEYS == 1 then
+  local p = policy(1)
+  local allowed, retry, w1, w2 = p.algorithm.check(KEYS[1], now, p)
+  local remaining, reset
+  if allowed == 1 then
+    remaining, reset = p.algorithm.commit(KEYS[1], now, p, slack, w1, w2)
+  else
+    remaining, reset = p.algorithm.status(KEYS[1], now, p, w1, w2)
+  end
+  return { allowed, allowed, remaining, retry, reset }
+end
+
+local policies, checks = {}, {}
+local allowed = 1
+for i = 1, #KEYS do
+  local p = policy(i)
   policies[i] = p
   checks[i] = { p.algorithm.check(KEYS[i], now, p) }
   if checks[i][1] == 0 then
