@@ -1,38 +1,46 @@
 -- Fixed window: windows aligned to the clock (multiples of the period since the epoch), one
--- counter per window, kept until the window ends. O(1) memory and the cheapest check, but only
+-- count per key, kept until the window ends. O(1) memory and the cheapest check, but only
 -- exact per window: a client can pass `limit` at the end of one window and `limit` more at the
 -- start of the next, up to 2 x limit within one period across a boundary.
+-- State: one string, "<window number>:<count>". The window number travels with the count so a
+-- count from an earlier window is never read as this one's, whichever clock is in use.
 
 ALGORITHMS.fw = {}
 
 -- math.fmod, not %, which Lua 5.1 defines through floor(a / b) and so rounds for large times.
-local function fw_window(key, now, p)
+local function fw_read(key, now, p)
   local start = now - math.fmod(now, p.period)
-  return start, key .. ':' .. string.format('%.0f', start / p.period)
+  local window = string.format('%.0f', start / p.period)
+  local stored = redis.call('GET', key)
+  if stored then
+    local colon = string.find(stored, ':', 1, true)
+    if string.sub(stored, 1, colon - 1) == window then
+      return start, window, tonumber(string.sub(stored, colon + 1))
+    end
+  end
+  return start, window, 0
 end
 
 function ALGORITHMS.fw.check(key, now, p)
-  local start, counter = fw_window(key, now, p)
-  local count = tonumber(redis.call('GET', counter)) or 0
+  local start, window, count = fw_read(key, now, p)
   if p.cost > p.limit then
-    return 0, -1, count, start
+    return 0, -1, count, window
   end
   if count + p.cost <= p.limit then
-    return 1, 0, count, start
+    return 1, 0, count, window
   end
-  return 0, ms(start + p.period - now), count, start
+  return 0, ms(start + p.period - now), count, window
 end
 
-function ALGORITHMS.fw.commit(key, now, p, slack, count, start)
-  local _, counter = fw_window(key, now, p)
-  redis.call('INCRBY', counter, p.cost)
-  redis.call('PEXPIRE', counter, ms(start + p.period - now) + slack)
-  return p.limit - count - p.cost, ms(start + p.period - now)
+function ALGORITHMS.fw.commit(key, now, p, slack, count, window)
+  local reset = ms(p.period - math.fmod(now, p.period))
+  redis.call('SET', key, window .. ':' .. (count + p.cost), 'PX', reset + slack)
+  return p.limit - count - p.cost, reset
 end
 
-function ALGORITHMS.fw.status(key, now, p, count, start)
+function ALGORITHMS.fw.status(key, now, p, count)
   if count == 0 then
     return p.limit, 0
   end
-  return math.max(p.limit - count, 0), ms(start + p.period - now)
+  return math.max(p.limit - count, 0), ms(p.period - math.fmod(now, p.period))
 end

@@ -292,6 +292,32 @@ describe('seed defects that need Redis', () => {
       expect(ttl).toBeLessThanOrEqual(ms);
     }
   });
+
+  it.each<Algorithm>([
+    'sliding-window',
+    'sliding-window-counter',
+    'fixed-window',
+    'token-bucket',
+    'leaky-bucket',
+  ])(
+    `${SEED_004}: %s writes only the key it is given, always with a TTL, allowed or rejected`,
+    async (algorithm) => {
+      const client = redis().client();
+      const store = new RedisStore({ client });
+      const tag = `seed:{${randomUUID()}}`;
+      const key = `${tag}:k`;
+      const p = policy('30s', 2, algorithm);
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push((await consumeOne(store, key, p)).allowed);
+
+      expect(answers).toEqual([true, true, false, false]);
+      expect(await client.keys(`${tag}*`)).toEqual([key]);
+      const ttl = await client.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      // The sliding counter keeps a window's count through the next window.
+      expect(ttl).toBeLessThanOrEqual(60_000);
+    },
+  );
 });
 
 describe.each(STORE_KINDS)(`${SEED_004}: key on the raw URI — on the %s store`, (kind) => {
