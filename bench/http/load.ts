@@ -14,18 +14,23 @@ export interface LoadResult {
 // the run records each response's own time; the cap only bounds memory on a very fast machine.
 const MAX_LATENCY_SAMPLES = 2_000_000;
 
-const requestsFor = (ids: readonly number[]) =>
-  ids.map((id) => ({ method: 'GET', path: ROUTE_PATH, headers: { [CLIENT_HEADER]: `c${id}` } }));
+const requestFor = (id: number) => ({
+  method: 'GET',
+  path: ROUTE_PATH,
+  headers: { [CLIENT_HEADER]: `c${id}` },
+});
 
 /**
- * Each connection walks the same ring of ids from its own starting point, so concurrent
- * requests carry different ids, as from many clients, instead of all hitting one key at once.
- * The requests are built once per connection, which keeps the load generator's own cost low.
+ * Connection k cycles over the ids k, k + CONNECTIONS, k + 2 x CONNECTIONS, … below CLIENT_IDS:
+ * together the connections cover every id, and no two requests in flight ever share one, as
+ * with many separate clients. Each connection builds only its own few requests, once.
  */
-function rotatedRequests(connection: number) {
-  const start = (connection * Math.floor(CLIENT_IDS / CONNECTIONS)) % CLIENT_IDS;
-  const ids = Array.from({ length: CLIENT_IDS }, (_, i) => (start + i) % CLIENT_IDS);
-  return requestsFor(ids);
+function requestsOfConnection(connection: number) {
+  const requests = [];
+  for (let id = connection % CONNECTIONS; id < CLIENT_IDS; id += CONNECTIONS) {
+    requests.push(requestFor(id));
+  }
+  return requests;
 }
 
 function percentile(sorted: Float64Array, fraction: number): number {
@@ -40,8 +45,8 @@ export async function runLoad(port: number, seconds: number): Promise<LoadResult
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
     duration: seconds,
-    requests: requestsFor([0]),
-    setupClient: (client) => client.setRequests(rotatedRequests(connection++)),
+    requests: [requestFor(0)],
+    setupClient: (client) => client.setRequests(requestsOfConnection(connection++)),
   });
   instance.on('response', (_client, _status, _bytes, ms) => {
     if (latencies.length < MAX_LATENCY_SAMPLES) latencies.push(ms);
