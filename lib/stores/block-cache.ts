@@ -11,32 +11,64 @@ interface Block {
   decidedAt: number;
 }
 
-/** Most keys blocked at once; past it the oldest blocks are forgotten (they only cost a call). */
+/** What this instance knows of a key the store has rejected. */
+interface HotKey {
+  block: Block | undefined;
+  /** Store calls under way for the key. */
+  inFlight: number;
+  /** How many calls may be under way at once: 1 after a rejection, `remaining + 1` after a pass. */
+  permits: number;
+  /** Requests waiting for a call under way to settle; told whether the store failed. */
+  waiters: Array<(storeFailed: boolean) => void>;
+}
+
+/** Answers a request without the store, as the store-error policy says. */
+export type FailureAnswer = (
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+) => Promise<RateLimitDecision>;
+
+export interface BlockCacheOptions {
+  clock?: Clock;
+  maxSize?: number;
+  /** Answers requests that waited on a call the store failed, so none waits for it twice. */
+  onStoreFailure?: FailureAnswer;
+}
+
+/** Most keys tracked at once; past it the oldest are forgotten (they only cost calls). */
 export const DEFAULT_BLOCK_CACHE_SIZE = 10_000;
 
 /**
  * Answers a rejected key locally until its retry time, so a flood from one client costs Redis
- * one call per retry window instead of one per request.
+ * about one call per retry window instead of one per request.
  *
  * It can never change a decision the store would make: a rejection writes nothing in any of the
  * algorithms, and a request that did not fit keeps not fitting, whatever else happens, until its
  * retry time (other traffic only adds). With several policies the block lasts until the first
- * rejecting policy's wait is over, so each policy's own answer stays the store's too. The block is measured from when the rejected request was
- * sent, never from when its answer arrived, and ends a millisecond early to absorb the rounding of
- * the retry time up to whole milliseconds. Only a request of the same cost under the same limits
- * is answered from the block.
+ * rejecting policy's wait is over, so each policy's own answer stays the store's too. The block is
+ * measured from when the rejected request was sent, never from when its answer arrived, and ends a
+ * millisecond early to absorb the rounding of the retry time up to whole milliseconds. Only a
+ * request of the same cost under the same limits is answered from the block.
+ *
+ * Concurrent requests of a rejected key are grouped: once a block ends, one call asks the store
+ * while the others wait for its answer. If it is a rejection, they are answered from the new
+ * block; if the request passed, `remaining + 1` more may go (any beyond that would be rejected).
+ * Keys that were never rejected are never held back.
  */
 export class BlockCacheStore implements RateLimitStore {
-  private readonly blocks = new Map<string, Block>();
+  private readonly hot = new Map<string, HotKey>();
   private readonly clock: Clock;
   private readonly maxSize: number;
+  private readonly onStoreFailure: FailureAnswer | undefined;
 
   constructor(
     readonly inner: RateLimitStore,
-    options: { clock?: Clock; maxSize?: number } = {},
+    options: BlockCacheOptions = {},
   ) {
     this.clock = options.clock ?? monotonicClock;
     this.maxSize = options.maxSize ?? DEFAULT_BLOCK_CACHE_SIZE;
+    this.onStoreFailure = options.onStoreFailure;
   }
 
   async consume(
@@ -45,47 +77,113 @@ export class BlockCacheStore implements RateLimitStore {
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
     const id = keys.length === 1 ? keys[0] : keys.join('\n');
-    const sentAt = this.clock();
-    const block = this.blocks.get(id);
-    if (block !== undefined) {
-      if (sentAt < block.until && covers(block, policies, costs)) return replay(block, sentAt);
-      if (sentAt >= block.until) this.blocks.delete(id);
+    const hot = this.hot.get(id);
+    if (hot === undefined) return this.ask(id, undefined, keys, policies, costs);
+    for (;;) {
+      const now = this.clock();
+      const { block } = hot;
+      if (block !== undefined) {
+        if (now < block.until && covers(block, policies, costs)) return replay(block, now);
+        if (now >= block.until) hot.block = undefined;
+      }
+      // Forgotten or replaced while this request waited: start over with what is known now.
+      if (this.hot.get(id) !== hot) return this.consume(keys, policies, costs);
+      if (hot.inFlight < hot.permits) return this.ask(id, hot, keys, policies, costs);
+      const storeFailed = await new Promise<boolean>((resolve) => hot.waiters.push(resolve));
+      if (storeFailed && this.onStoreFailure !== undefined) {
+        return this.onStoreFailure(keys, policies, costs);
+      }
     }
+  }
 
-    const decision = await this.inner.consume(keys, policies, costs);
-    // A request let through under other limits (or costs) adds to the key: the block's wait
-    // would understate the new one, so drop it and let the next rejection set it anew.
-    if (decision.allowed) {
-      if (block !== undefined) this.blocks.delete(id);
-      return decision;
+  /** Keys currently tracked, expired blocks not yet dropped included. */
+  get size(): number {
+    return this.hot.size;
+  }
+
+  close(): Promise<void> {
+    this.hot.clear();
+    return this.inner.close?.() ?? Promise.resolve();
+  }
+
+  private async ask(
+    id: string,
+    hot: HotKey | undefined,
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    const sentAt = this.clock();
+    if (hot !== undefined) hot.inFlight++;
+    let decision: RateLimitDecision;
+    try {
+      decision = await this.inner.consume(keys, policies, costs);
+    } catch (error) {
+      if (hot !== undefined) this.forget(id, hot, true);
+      throw error;
     }
-    // Only finite waits from the store itself: a degraded answer says nothing about the limit.
-    if (decision.degraded === undefined && Number.isFinite(decision.retryAfterMs)) {
-      const until = sentAt + shortestWait(decision) - 1;
-      if (until > sentAt)
-        this.remember(id, { until, policies, costs, decision, decidedAt: sentAt });
+    if (hot !== undefined) hot.inFlight--;
+
+    if (decision.degraded !== undefined) {
+      // A degraded answer says nothing about the limit, and the store is failing: stop waiting.
+      if (hot !== undefined) this.forget(id, hot, true);
+    } else if (decision.allowed) {
+      if (hot !== undefined) this.passed(id, hot, decision.remaining);
+    } else {
+      this.rejected(id, hot, { until: 0, policies, costs, decision, decidedAt: sentAt });
     }
     return decision;
   }
 
-  /** Keys currently blocked locally, expired ones not yet dropped included. */
-  get size(): number {
-    return this.blocks.size;
-  }
-
-  close(): Promise<void> {
-    this.blocks.clear();
-    return this.inner.close?.() ?? Promise.resolve();
-  }
-
-  private remember(id: string, block: Block): void {
-    this.blocks.delete(id);
-    if (this.blocks.size >= this.maxSize) {
-      const oldest = this.blocks.keys().next();
-      if (!oldest.done) this.blocks.delete(oldest.value);
+  /** A request got through: the block is over, and `remaining + 1` calls may go at once. */
+  private passed(id: string, hot: HotKey, remaining: number): void {
+    hot.block = undefined;
+    hot.permits = Math.max(1, remaining + 1);
+    if (hot.inFlight === 0 && hot.waiters.length === 0) {
+      if (this.hot.get(id) === hot) this.hot.delete(id);
+    } else {
+      wake(hot, false);
     }
-    this.blocks.set(id, block);
   }
+
+  private rejected(id: string, hot: HotKey | undefined, block: Block): void {
+    // Only finite waits: a cost that can never fit is answered by the store each time.
+    if (Number.isFinite(block.decision.retryAfterMs)) {
+      block.until = block.decidedAt + shortestWait(block.decision) - 1;
+      if (block.until > block.decidedAt) {
+        const entry = hot ?? this.remember(id);
+        // Answers may arrive out of order; keep the block that lasts longer.
+        if (entry.block === undefined || entry.block.until < block.until) entry.block = block;
+        entry.permits = 1;
+      }
+    }
+    const entry = hot ?? this.hot.get(id);
+    if (entry !== undefined) wake(entry, false);
+  }
+
+  private forget(id: string, hot: HotKey, storeFailed: boolean): void {
+    if (this.hot.get(id) === hot) this.hot.delete(id);
+    wake(hot, storeFailed);
+  }
+
+  private remember(id: string): HotKey {
+    const existing = this.hot.get(id);
+    if (existing !== undefined) return existing;
+    if (this.hot.size >= this.maxSize) {
+      const oldest = this.hot.keys().next();
+      if (!oldest.done) this.hot.delete(oldest.value);
+    }
+    const hot: HotKey = { block: undefined, inFlight: 0, permits: 1, waiters: [] };
+    this.hot.set(id, hot);
+    return hot;
+  }
+}
+
+function wake(hot: HotKey, storeFailed: boolean): void {
+  if (hot.waiters.length === 0) return;
+  const waiters = hot.waiters;
+  hot.waiters = [];
+  for (const resume of waiters) resume(storeFailed);
 }
 
 /**

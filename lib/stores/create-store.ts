@@ -54,7 +54,11 @@ export function createStore(
       logger,
     });
     // Outermost, so a flooding key costs neither a store call nor a deadline.
-    return options.blockCache ? new BlockCacheStore(guarded, { clock }) : guarded;
+    if (!options.blockCache) return guarded;
+    return new BlockCacheStore(guarded, {
+      clock,
+      onStoreFailure: (keys, policies, costs) => guarded.degrade(keys, policies, costs),
+    });
   };
 
   if (store !== undefined) {

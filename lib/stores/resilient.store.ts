@@ -83,7 +83,8 @@ export class ResilientStore implements RateLimitStore {
     if (this.options.ownsPrimary) await this.primary.close?.();
   }
 
-  private async degrade(
+  /** Answers as `onStoreError` says, without the primary store: what a failed call gets. */
+  async degrade(
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],

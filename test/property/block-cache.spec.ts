@@ -151,6 +151,88 @@ describe('block cache: the same decisions as the store alone', () => {
     expect(behind.calls).toBe(8);
   });
 
+  it('groups a burst of a rejected key once its block ends: the same answers, two store calls', async () => {
+    let ms = 1_700_000_000_000;
+    const clock = () => ms;
+    const alone = new RedisStore({ client: redis().client(), clock });
+    const behind = new Counting(new RedisStore({ client: redis().client(), clock }));
+    const cached = new BlockCacheStore(behind, { clock });
+    // One request per 100 ms, none saved up: after each wait exactly one more fits.
+    const policy = resolvePolicy(
+      { algorithm: 'leaky-bucket', period: '1s', threshold: 10, burst: 1 },
+      'burst',
+    );
+    const [a, b] = [[`burst:{${randomUUID()}}`], [`burst:{${randomUUID()}}`]];
+    for (const store of [alone, cached]) {
+      const key = store === alone ? a : b;
+      expect((await store.consume(key, [policy], [1])).allowed).toBe(true);
+      expect((await store.consume(key, [policy], [1])).allowed).toBe(false);
+    }
+    expect(behind.calls).toBe(2);
+
+    ms += 100;
+    const burst = (store: RateLimitStore, key: string[]) =>
+      Promise.all(Array.from({ length: 200 }, () => store.consume(key, [policy], [1])));
+    const [expected, actual] = await Promise.all([burst(alone, a), burst(cached, b)]);
+
+    const summary = (ds: RateLimitDecision[]) => ({
+      allowed: ds.filter((d) => d.allowed).length,
+      waits: [...new Set(ds.filter((d) => !d.allowed).map((d) => d.retryAfterMs))],
+    });
+    expect(summary(actual)).toEqual(summary(expected));
+    expect(summary(actual)).toEqual({ allowed: 1, waits: [100] });
+    // One call let the request through with nothing remaining, one more was rejected, and its
+    // block answered the other 198.
+    expect(behind.calls).toBe(4);
+  });
+
+  it('answers requests that waited on a failed call as the store-error policy says, asking no more', async () => {
+    let ms = 1_700_000_000_000;
+    const policy = resolvePolicy({ period: '1s', threshold: 1 }, 'failing');
+    const rejected: RateLimitDecision = {
+      allowed: false,
+      limit: 1,
+      remaining: 0,
+      resetAfterMs: 1000,
+      retryAfterMs: 1000,
+      policies: [
+        { policy, allowed: false, limit: 1, remaining: 0, resetAfterMs: 1000, retryAfterMs: 1000 },
+      ],
+    };
+    // The store answers a rejection, then fails (as ResilientStore reports a timeout: degraded).
+    let release: (d: RateLimitDecision) => void = () => {};
+    const scripted: RateLimitStore = {
+      consume: () =>
+        scripted.calls++ === 0
+          ? Promise.resolve(rejected)
+          : new Promise<RateLimitDecision>((resolve) => (release = resolve)),
+      calls: 0,
+    } as RateLimitStore & { calls: number };
+    let failureAnswers = 0;
+    const cached = new BlockCacheStore(scripted, {
+      clock: () => ms,
+      onStoreFailure: async () => {
+        failureAnswers++;
+        return { ...rejected, degraded: 'deny' };
+      },
+    });
+    const key = [`failing:{${randomUUID()}}`];
+    expect((await cached.consume(key, [policy], [1])).allowed).toBe(false);
+
+    ms += 1000;
+    const burst = Promise.all(Array.from({ length: 50 }, () => cached.consume(key, [policy], [1])));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((scripted as unknown as { calls: number }).calls).toBe(2);
+    release({ ...rejected, degraded: 'memory' });
+    const answers = await burst;
+
+    expect(answers[0].degraded).toBe('memory');
+    expect(answers.slice(1).every((d) => d.degraded === 'deny')).toBe(true);
+    expect(failureAnswers).toBe(49);
+    expect((scripted as unknown as { calls: number }).calls).toBe(2);
+    expect(cached.size).toBe(0);
+  });
+
   it('forgets the oldest block past its size bound', async () => {
     const ms = 1_700_000_000_000;
     const behind = new Counting(new RedisStore({ client: redis().client(), clock: () => ms }));
