@@ -2,21 +2,23 @@
 -- count per key, kept until the window ends. O(1) memory and the cheapest check, but only
 -- exact per window: a client can pass `limit` at the end of one window and `limit` more at the
 -- start of the next, up to 2 x limit within one period across a boundary.
--- State: one string, "<window number>:<count>". The window number travels with the count so a
--- count from an earlier window is never read as this one's, whichever clock is in use.
+-- State: one integer, (window number mod 2^22) * 2^30 + count, which Redis stores in the key
+-- itself with no string to allocate. The window number travels with the count so a count from an
+-- earlier window is never read as this one's, whichever clock is in use: a key lives only to the
+-- end of its window, far less than 2^22 windows. Counts stay below 2^30 (thresholds are at most
+-- 10^9), and the whole stays below 2^53, exact in Lua's doubles.
 
 ALGORITHMS.fw = {}
+
+local FW_WINDOWS, FW_COUNTS = 4194304, 1073741824
 
 -- math.fmod, not %, which Lua 5.1 defines through floor(a / b) and so rounds for large times.
 local function fw_read(key, now, p)
   local start = now - math.fmod(now, p.period)
-  local window = string.format('%.0f', start / p.period)
-  local stored = redis.call('GET', key)
-  if stored then
-    local colon = string.find(stored, ':', 1, true)
-    if string.sub(stored, 1, colon - 1) == window then
-      return start, window, tonumber(string.sub(stored, colon + 1))
-    end
+  local window = math.fmod(start / p.period, FW_WINDOWS)
+  local stored = tonumber(redis.call('GET', key))
+  if stored and math.floor(stored / FW_COUNTS) == window then
+    return start, window, math.fmod(stored, FW_COUNTS)
   end
   return start, window, 0
 end
@@ -34,7 +36,7 @@ end
 
 function ALGORITHMS.fw.commit(key, now, p, slack, count, window)
   local reset = ms(p.period - math.fmod(now, p.period))
-  redis.call('SET', key, window .. ':' .. (count + p.cost), 'PX', reset + slack)
+  redis.call('SET', key, window * FW_COUNTS + count + p.cost, 'PX', reset + slack)
   return p.limit - count - p.cost, reset
 end
 

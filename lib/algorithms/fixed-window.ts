@@ -1,6 +1,6 @@
 import { type AlgorithmTwin, ms } from './algorithm.js';
 
-/** The current window's start (µs) and count; Redis keeps the window number and count in one string. */
+/** The current window's start (µs) and count; Redis packs the window number and count in one integer. */
 export interface WindowCount {
   start: number;
   count: number;

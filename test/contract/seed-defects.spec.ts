@@ -316,8 +316,30 @@ describe('seed defects that need Redis', () => {
       expect(ttl).toBeGreaterThan(0);
       // The sliding counter keeps a window's count through the next window.
       expect(ttl).toBeLessThanOrEqual(60_000);
+      // One integer per key, stored in the key itself: the smallest Redis value there is.
+      if (algorithm === 'fixed-window' || algorithm === 'leaky-bucket') {
+        expect(await client.object('ENCODING', key)).toBe('int');
+      }
     },
   );
+
+  it(`${SEED_003}: the fixed window's one integer counts exactly up to the largest threshold`, async () => {
+    const store = new RedisStore({ client: redis().client() });
+    const key = newKey();
+    const p = policy('1h', 1_000_000_000, 'fixed-window');
+    const steps = [
+      [999_999_998, true, 2],
+      [1, true, 1],
+      [2, false, 1],
+      [1, true, 0],
+      [1, false, 0],
+    ] as const;
+    const answers = [];
+    for (const [cost] of steps) answers.push(await consumeOne(store, key, p, cost));
+    expect(answers.map((d) => [d.allowed, d.remaining])).toEqual(
+      steps.map(([, allowed, remaining]) => [allowed, remaining]),
+    );
+  });
 });
 
 describe.each(STORE_KINDS)(`${SEED_004}: key on the raw URI — on the %s store`, (kind) => {
