@@ -81,7 +81,8 @@ export function renderTargets(m: Measured): string {
         ),
     },
     {
-      measure: 'flood: Redis calls for the abusive key past the allowed, per retry window',
+      measure:
+        'flood: Redis calls for the abusive key past the allowed, per retry window, after the opening burst',
       target: '≤ 1',
       check:
         flood &&

@@ -201,13 +201,13 @@ describe('block cache: the same decisions as the store alone', () => {
     };
     // The store answers a rejection, then fails (as ResilientStore reports a timeout: degraded).
     let release: (d: RateLimitDecision) => void = () => {};
+    let calls = 0;
     const scripted: RateLimitStore = {
       consume: () =>
-        scripted.calls++ === 0
+        calls++ === 0
           ? Promise.resolve(rejected)
           : new Promise<RateLimitDecision>((resolve) => (release = resolve)),
-      calls: 0,
-    } as RateLimitStore & { calls: number };
+    };
     let failureAnswers = 0;
     const cached = new BlockCacheStore(scripted, {
       clock: () => ms,
@@ -222,14 +222,14 @@ describe('block cache: the same decisions as the store alone', () => {
     ms += 1000;
     const burst = Promise.all(Array.from({ length: 50 }, () => cached.consume(key, [policy], [1])));
     await new Promise((resolve) => setImmediate(resolve));
-    expect((scripted as unknown as { calls: number }).calls).toBe(2);
+    expect(calls).toBe(2);
     release({ ...rejected, degraded: 'memory' });
     const answers = await burst;
 
     expect(answers[0].degraded).toBe('memory');
     expect(answers.slice(1).every((d) => d.degraded === 'deny')).toBe(true);
     expect(failureAnswers).toBe(49);
-    expect((scripted as unknown as { calls: number }).calls).toBe(2);
+    expect(calls).toBe(2);
     expect(cached.size).toBe(0);
   });
 
