@@ -42,9 +42,12 @@ const PERIOD_WINDOW: RetryWindow = { ms: LIMIT.periodMs, clockAligned: false };
 const ourContender = (algorithm: Algorithm): Contender => ({
   id: `ours:${algorithm}`,
   label: `ours ${algorithm}`,
-  window: algorithm.endsWith('bucket')
-    ? { ms: BUCKET_SLOT_MS, clockAligned: false }
-    : { ms: LIMIT.periodMs, clockAligned: algorithm !== 'sliding-window' },
+  // The sliding counter, once a previous window weighs in, lets requests through one at a time
+  // as that weight decays: like the buckets, one per slot.
+  window:
+    algorithm.endsWith('bucket') || algorithm === 'sliding-window-counter'
+      ? { ms: BUCKET_SLOT_MS, clockAligned: false }
+      : { ms: LIMIT.periodMs, clockAligned: algorithm !== 'sliding-window' },
   start: (url) =>
     ourLimiter(url, {
       prefix: `flood-${algorithm}`,
@@ -257,8 +260,9 @@ function render(
       'subtracts the abusive requests that were let through, which reach Redis in any design, ' +
       'and "rejections Redis answered" is that number over all the abusive key’s rejections. ' +
       'The retry window is nominal, not observed: one period for the window algorithms and the ' +
-      `peers (whose windows and blocks last one period), one drained slot (${BUCKET_SLOT_MS} ms) ` +
-      'for the buckets, which in a steady flood let one request through per slot. Windows counts ' +
+      `peers (whose windows and blocks last one period), one slot (${BUCKET_SLOT_MS} ms) for ` +
+      'the buckets and the sliding counter, which in a steady flood let one request through per ' +
+      'slot (the counter once its previous window weighs in). Windows counts ' +
       'those the run overlapped, a begun one included; for clock-aligned windows, by the wall ' +
       'clock. The opening burst is every call sent before the abusive key’s first rejection ' +
       'came back: with 256 decisions in flight, most of them the abusive key’s, about 230 ' +
