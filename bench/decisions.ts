@@ -11,14 +11,7 @@ import { fixed, integer, ms, ratio, table } from './support/markdown.js';
 import { type MeasuredRun, measuredRun } from './support/measured-run.js';
 import { ourLimiter } from './support/our-limiter.js';
 import { flexibleLimiter, nestLabLimiter } from './support/peer-limiters.js';
-
-export const ALGORITHMS: readonly Algorithm[] = [
-  'sliding-window',
-  'sliding-window-counter',
-  'fixed-window',
-  'token-bucket',
-  'leaky-bucket',
-];
+import { ALGORITHMS } from '../lib/algorithms/algorithm.js';
 
 const KEYS = 10_000;
 const IN_FLIGHT = 256;

@@ -56,3 +56,8 @@ export interface AlgorithmTwin<S, W> {
 export function ms(us: number): number {
   return Math.ceil(us / 1000);
 }
+
+/** Every algorithm, in the order the documentation lists them. */
+export const ALGORITHMS: readonly Algorithm[] = Object.freeze(
+  Object.keys(ALGORITHM_CODES) as Algorithm[],
+);

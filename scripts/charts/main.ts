@@ -9,7 +9,8 @@ import { type Algorithm } from '../../lib/algorithms/algorithm.js';
 import { algorithmsChart } from './algorithms-chart.js';
 import { boundaryBurstChart } from './boundary-burst-chart.js';
 import { boundaryBurst, LIMIT, trickleAndBursts } from './patterns.js';
-import { ALGORITHMS, type Outcome, replay } from './replay.js';
+import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { type Outcome, replay } from './replay.js';
 
 async function replayAll(algorithms: readonly Algorithm[], arrivalsMs: readonly number[]) {
   const runs = new Map<Algorithm, readonly Outcome[]>();

@@ -8,14 +8,6 @@ export interface Outcome {
   readonly allowed: boolean;
 }
 
-export const ALGORITHMS: readonly Algorithm[] = [
-  'sliding-window',
-  'sliding-window-counter',
-  'fixed-window',
-  'token-bucket',
-  'leaky-bucket',
-];
-
 /**
  * Sends one client's requests, in order, through a fresh memory store whose clock is set to each
  * arrival time: the same decisions on every run, and the same as the Redis store would make.

@@ -5,19 +5,12 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { type Algorithm } from '../../lib/algorithms/algorithm.js';
+import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import { encodeKeyPart, KeyBuilder, MAX_KEY_PART } from '../../lib/keys/key-builder.js';
 import { DEFAULT_KEY_PREFIX } from '../../lib/rate-limit.options.js';
 import { MAX_POLICIES, resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { longNasty, resplits, shortNasty, withLookalikes } from './fixtures/nasty.js';
 
-const ALGORITHMS: Algorithm[] = [
-  'sliding-window',
-  'sliding-window-counter',
-  'fixed-window',
-  'token-bucket',
-  'leaky-bucket',
-];
 // The longest names a policy may have, so the length bound is checked against the longest tails.
 const DECISION = ALGORITHMS.map((algorithm, i) =>
   resolvePolicy(

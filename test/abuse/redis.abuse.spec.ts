@@ -9,7 +9,7 @@ import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { type Redis } from 'ioredis';
-import { type Algorithm } from '../../lib/algorithms/algorithm.js';
+import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import {
   type RateLimitDecision,
   RateLimitModule,
@@ -22,13 +22,6 @@ import { DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';
 
-const ALGORITHMS: Algorithm[] = [
-  'sliding-window',
-  'sliding-window-counter',
-  'fixed-window',
-  'token-bucket',
-  'leaky-bucket',
-];
 const PERIOD_MS = 60_000;
 // A threshold of 1, so the second call on a key shows its first call was really recorded there.
 const POLICIES = ALGORITHMS.map((algorithm) =>

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { type Algorithm } from '../../lib/algorithms/algorithm.js';
+import { type Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import { MemoryStore, type RateLimitStore, RedisStore } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
@@ -112,13 +112,7 @@ describe.each(STORE_KINDS)('algorithms on the %s store', (kind) => {
     },
   );
 
-  it.each<Algorithm>([
-    'sliding-window',
-    'sliding-window-counter',
-    'fixed-window',
-    'token-bucket',
-    'leaky-bucket',
-  ])(
+  it.each<Algorithm>([...ALGORITHMS])(
     '%s: a cost above what the policy can ever allow is rejected at once, as never, and consumes nothing',
     async (algorithm) => {
       const limiter = setup(algorithm, '1s', 3);

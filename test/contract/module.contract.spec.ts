@@ -34,6 +34,7 @@ import {
 } from './fixtures/app.js';
 import { CONTROLLERS, ItemsHeadController } from './fixtures/controllers.js';
 import { startHttpApp } from './fixtures/http-app.js';
+import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 
 const CONFIG = Symbol('CONFIG');
 
@@ -180,13 +181,7 @@ describe.each(STORE_KINDS)('module contract on the %s store', (kind) => {
       RateLimitModule.forRoot({ ...storeOptions(), keyPrefix, clock: clock?.now }),
     ]);
     const limiter = app.get(RateLimitService);
-    const algorithms = [
-      'sliding-window',
-      'sliding-window-counter',
-      'fixed-window',
-      'token-bucket',
-      'leaky-bucket',
-    ] as const;
+    const algorithms = [...ALGORITHMS] as const;
     for (let i = 0; i < 300; i++) {
       await limiter.consume(`user-${i}`, {
         period: '2s',

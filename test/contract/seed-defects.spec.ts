@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { MemoryStore, RedisStore, type RateLimitStore } from '../../lib/index.js';
-import { type Algorithm } from '../../lib/algorithms/algorithm.js';
+import { type Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
 import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
@@ -293,13 +293,7 @@ describe('seed defects that need Redis', () => {
     }
   });
 
-  it.each<Algorithm>([
-    'sliding-window',
-    'sliding-window-counter',
-    'fixed-window',
-    'token-bucket',
-    'leaky-bucket',
-  ])(
+  it.each<Algorithm>([...ALGORITHMS])(
     `${SEED_004}: %s writes only the key it is given, always with a TTL, allowed or rejected`,
     async (algorithm) => {
       const client = redis().client();

@@ -7,21 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { type Redis } from 'ioredis';
-import { type Algorithm } from '../../lib/algorithms/algorithm.js';
+import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import { type RateLimitDecision, type RateLimitStore, RedisStore } from '../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
 import { BlockCacheStore } from '../../lib/stores/block-cache.js';
 import { useRedis } from '../support/stores.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
-const ALGORITHMS: Algorithm[] = [
-  'sliding-window',
-  'sliding-window-counter',
-  'fixed-window',
-  'token-bucket',
-  'leaky-bucket',
-];
-
 const timelineArb = fc.record({
   policies: fc.array(
     fc.record({

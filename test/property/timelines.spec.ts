@@ -7,20 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { type Redis } from 'ioredis';
-import { type Algorithm } from '../../lib/algorithms/algorithm.js';
+import { type Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import { MemoryStore, type PolicyDecision, RedisStore } from '../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
 import { type Event, ReferenceModel } from '../model/reference.js';
 import { useRedis } from '../support/stores.js';
 
-const ALGORITHMS: Algorithm[] = [
-  'sliding-window',
-  'sliding-window-counter',
-  'fixed-window',
-  'token-bucket',
-  'leaky-bucket',
-];
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
 const BUCKETS = new Set<Algorithm>(['token-bucket', 'leaky-bucket']);
 
