@@ -1,5 +1,6 @@
 /** The goals this module sets itself, each checked against what this run measured. */
-import { type DecisionsResult } from '../decisions.js';
+import { type DecisionsId, type DecisionsResult } from '../decisions.js';
+import { type Algorithm } from '../../lib/algorithms/algorithm.js';
 import { type FloodResult, type FloodRow } from '../flood.js';
 import { type MemoryResult } from '../memory.js';
 import { type HttpRow, ratioToNoLimiter } from './http-rows.js';
@@ -47,27 +48,24 @@ export function renderTargets(m: Measured): string {
   const http = m.http;
   const mem = m.memory;
 
+  /** Ours with one algorithm against another contender of the decisions section. */
+  const decisionRatio = (
+    algorithm: Algorithm,
+    peer: DecisionsId,
+    peerLabel: string,
+    goal: number,
+    note = '',
+  ): Target => ({
+    measure: `decisions/s: ours ${algorithm}${note} vs ${peerLabel}`,
+    target: `≥ ${goal.toFixed(1)}×`,
+    check: d && atLeast(d.get(`ours:${algorithm}`)! / d.get(peer)!, goal),
+  });
+
   const targets: Target[] = [
-    {
-      measure: 'decisions/s: ours sliding-window vs floor',
-      target: '≥ 0.9×',
-      check: d && atLeast(d.get('ours:sliding-window')! / d.get('floor')!, 0.9),
-    },
-    {
-      measure: 'decisions/s: ours leaky-bucket (GCRA) vs rate-limiter-flexible',
-      target: '≥ 1.0×',
-      check: d && atLeast(d.get('ours:leaky-bucket')! / d.get('flexible')!, 1.0),
-    },
-    {
-      measure: 'decisions/s: ours fixed-window vs rate-limiter-flexible',
-      target: '≥ 1.0×',
-      check: d && atLeast(d.get('ours:fixed-window')! / d.get('flexible')!, 1.0),
-    },
-    {
-      measure: 'decisions/s: ours fixed-window vs @nest-lab',
-      target: '≥ 1.2×',
-      check: d && atLeast(d.get('ours:fixed-window')! / d.get('nest-lab')!, 1.2),
-    },
+    decisionRatio('sliding-window', 'floor', 'floor', 0.9),
+    decisionRatio('leaky-bucket', 'flexible', 'rate-limiter-flexible', 1.0, ' (GCRA)'),
+    decisionRatio('fixed-window', 'flexible', 'rate-limiter-flexible', 1.0),
+    decisionRatio('fixed-window', 'nest-lab', '@nest-lab', 1.2),
     {
       measure: 'flood decisions/s: ours vs the faster peer in default configuration',
       target: '≥ 5×',
