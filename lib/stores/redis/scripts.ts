@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { ALGORITHM_CODES } from '../../algorithms/algorithm.js';
 import { LUA_ALGORITHMS } from '../../algorithms/index.js';
 
 /** One decision script: its ioredis command name and its text. */
@@ -37,9 +36,9 @@ function decisionScript(command: string, algorithms: readonly string[]): Decisio
  */
 export const DECISION_SCRIPTS: Readonly<Record<string, DecisionScript>> = Object.freeze({
   ...Object.fromEntries(
-    Object.values(ALGORITHM_CODES).map((code) => [
+    Object.entries(LUA_ALGORITHMS).map(([code, file]) => [
       code,
-      decisionScript(`${COMMAND_PREFIX}_${code}`, [LUA_ALGORITHMS[code]]),
+      decisionScript(`${COMMAND_PREFIX}_${code}`, [file]),
     ]),
   ),
   mixed: decisionScript(COMMAND_PREFIX, Object.values(LUA_ALGORITHMS)),
