@@ -28,7 +28,7 @@ cat >"$scratch/package.json" <<JSON
     "@nestjs/core": "^11.0.0",
     "@nestjs/platform-express": "^11.0.0",
     "ioredis": "^5.0.0",
-    "nestjs-rate-limit": "file:./$tarball",
+    "nest-rate-limit": "file:./$tarball",
     "reflect-metadata": "^0.2.0",
     "rxjs": "^7.8.0"
   }
@@ -41,7 +41,7 @@ cat >"$scratch/main.js" <<'JS'
 require('reflect-metadata');
 const { Controller, Get, Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
-const { RateLimit, RateLimitModule, SkipRateLimit } = require('nestjs-rate-limit');
+const { RateLimit, RateLimitModule, SkipRateLimit } = require('nest-rate-limit');
 
 function decorateMethod(cls, name, ...decorators) {
   const descriptor = Object.getOwnPropertyDescriptor(cls.prototype, name);

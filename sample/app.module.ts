@@ -1,5 +1,5 @@
 import { Logger, Module } from '@nestjs/common';
-import { RateLimitModule } from 'nestjs-rate-limit';
+import { RateLimitModule } from 'nest-rate-limit';
 import { HelloController } from './hello.controller.js';
 import { ItemsController } from './items.controller.js';
 import { countDecision, MetricsController } from './metrics.js';

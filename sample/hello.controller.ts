@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { RateLimit } from 'nestjs-rate-limit';
+import { RateLimit } from 'nest-rate-limit';
 
 @Controller('hello')
 export class HelloController {

@@ -1,5 +1,5 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { RateLimit, SkipRateLimit } from 'nestjs-rate-limit';
+import { RateLimit, SkipRateLimit } from 'nest-rate-limit';
 
 /** A class-level limit covers every route here: ten calls a minute, whatever the id. */
 @RateLimit({ period: '1m', threshold: 10 })

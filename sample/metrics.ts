@@ -1,6 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { type ExecutionContext } from '@nestjs/common';
-import { type RateLimitDecision, SkipRateLimit } from 'nestjs-rate-limit';
+import { type RateLimitDecision, SkipRateLimit } from 'nest-rate-limit';
 import { Counter, Registry } from 'prom-client';
 
 /** The sample's own registry, so the counter below is all `/metrics` shows. */
