@@ -41,4 +41,9 @@ export {
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.store.js';
+export { type RedisClient, StoreNotConnectedError } from './stores/redis/script-client.js';
+export {
+  type NodeRedisClient,
+  type NodeRedisEvalOptions,
+} from './stores/redis/node-redis.client.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory/memory.store.js';

@@ -1,5 +1,6 @@
 import { type ExecutionContext, type ModuleMetadata, type Type } from '@nestjs/common';
 import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
+import { type NodeRedisClient } from './stores/redis/node-redis.client.js';
 import { HEADER_MODES, type HeaderMode } from './http/headers.js';
 import { configError } from './rate-limit.policy.js';
 import {
@@ -10,8 +11,12 @@ import {
   type StoreErrorPolicy,
 } from './stores/store.interface.js';
 
-/** An ioredis client or cluster, ioredis options, or a `redis://` URL. */
-export type RedisConnection = Redis | Cluster | RedisOptions | string;
+/**
+ * An ioredis `Redis` or `Cluster`; a node-redis client or cluster (`createClient()`,
+ * `createCluster()`, v5 or later), already connected; ioredis options; or a `redis://` URL.
+ * Options and URLs create an ioredis client.
+ */
+export type RedisConnection = Redis | Cluster | NodeRedisClient | RedisOptions | string;
 
 /** A hook that sees a decision on a route; cheap to leave unset. */
 export type DecisionHook = (context: ExecutionContext, decision: RateLimitDecision) => void;

@@ -7,6 +7,7 @@ import { configError } from '../rate-limit.policy.js';
 import { BlockCacheStore } from './block-cache.js';
 import { MemoryStore } from './memory/memory.store.js';
 import { RedisStore } from './redis/redis.store.js';
+import { type RedisClient, scriptClientFor } from './redis/script-client.js';
 import { type OutageLogger, ResilientStore } from './resilient.store.js';
 import { type RateLimitStore } from './store.interface.js';
 
@@ -19,6 +20,8 @@ export interface StoreHandle {
   readonly ready: () => Promise<void>;
 }
 
+const CONNECT_TIMEOUT_MS = 2000;
+
 /**
  * Defaults for clients the module creates: fail at once while disconnected instead of queueing
  * commands (the fallback answers meanwhile), retry a command at most once, and keep reconnecting
@@ -27,7 +30,7 @@ export interface StoreHandle {
 export const CLIENT_DEFAULTS: Readonly<RedisOptions> = Object.freeze({
   enableOfflineQueue: false,
   maxRetriesPerRequest: 1,
-  connectTimeout: 2000,
+  connectTimeout: CONNECT_TIMEOUT_MS,
   retryStrategy: (attempt: number) => Math.min(50 * attempt, 250),
 });
 
@@ -72,17 +75,32 @@ export function createStore(
   }
   if (redis === undefined)
     return { store: memory(), owned: true, kind: 'memory', ready: nothingToAwait };
-  if (isClient(redis)) {
-    const primary = new RedisStore({ client: redis, clock });
-    return { store: resilient(primary, false), owned: true, kind: 'redis', ready: nothingToAwait };
+  if (scriptClientFor(redis) !== undefined) {
+    const primary = new RedisStore({ client: redis as RedisClient, clock });
+    if (primary.neverOpened) {
+      logger.warn(
+        `The ${primary.library} client passed as redis is not connected; call its connect() first (until then the fallback answers)`,
+      );
+    }
+    return {
+      store: resilient(primary, false),
+      owned: true,
+      kind: 'redis',
+      ready: () => connected(primary),
+    };
   }
   if (typeof redis !== 'string' && (redis === null || typeof redis !== 'object')) {
-    throw configError(WHERE, 'redis', redis, 'an ioredis client, ioredis options or a URL');
+    throw configError(
+      WHERE,
+      'redis',
+      redis,
+      'an ioredis or node-redis client, ioredis options or a URL',
+    );
   }
   const client =
     typeof redis === 'string'
       ? new Redis(redis, CLIENT_DEFAULTS)
-      : new Redis({ ...CLIENT_DEFAULTS, ...redis });
+      : new Redis({ ...CLIENT_DEFAULTS, ...(redis as RedisOptions) });
   // Connection errors are answered by the fallback and logged once; keep them off the process.
   client.on('error', () => {});
   const primary = new RedisStore({ client, clock, ownsClient: true });
@@ -90,25 +108,18 @@ export function createStore(
     store: resilient(primary, true),
     owned: true,
     kind: 'redis',
-    ready: () => connected(client),
+    ready: () => connected(primary),
   };
 }
 
-function connected(client: Redis): Promise<void> {
-  if (client.status === 'ready') return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      client.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(done, CLIENT_DEFAULTS.connectTimeout).unref();
-    client.once('ready', done);
-  });
-}
-
-// Duck-typed so a client from another copy of ioredis (or a Cluster) is still recognised.
-function isClient(value: unknown): value is RedisStore['client'] {
-  const v = value as { defineCommand?: unknown; evalsha?: unknown } | null;
-  return typeof v?.defineCommand === 'function' && typeof v.evalsha === 'function';
+/**
+ * Waits, at bootstrap only, until the client is connected or its connect timeout has passed, so
+ * that the first requests are shared rather than answered by the fallback. Polls: the same way
+ * for both libraries, and only while the application starts.
+ */
+async function connected(store: RedisStore): Promise<void> {
+  const deadline = performance.now() + CONNECT_TIMEOUT_MS;
+  while (!store.connected && !store.neverOpened && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }

@@ -133,7 +133,7 @@ describe('hostile trackers through Redis', () => {
   }
 
   it(`RedisStore decides ${TRACKERS.length} hostile trackers with every algorithm, as route keys and as raw keys`, async () => {
-    const store = new RedisStore({ client: redis().client() });
+    const store = new RedisStore({ client: redis().shared });
     const prefix = `abuse-${randomUUID().slice(0, 8)}`;
     const head = new KeyBuilder(prefix).routeHead('GET /abuse/:id');
     const problems: string[] = [];

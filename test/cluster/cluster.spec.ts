@@ -13,12 +13,16 @@ import {
 } from '../../lib/index.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/fixtures/app.js';
 import { storeContract } from '../contract/store.suite.js';
+import { CLIENT_KINDS } from '../support/clients.js';
 import { TestClock, useCluster, useRedis } from '../support/stores.js';
 
 const cluster = useCluster();
 
-describe('store contract on the cluster store', () => {
-  storeContract(() => cluster().client());
+describe.each(CLIENT_KINDS)('store contract on the cluster store through %s', (kind) => {
+  storeContract({
+    storeClient: () => cluster().connect(kind),
+    inspect: () => cluster().client(),
+  });
 });
 
 @Controller('mixed')

@@ -19,7 +19,7 @@ describe.each(STORE_KINDS)('algorithms on the %s store', (kind) => {
     const store: RateLimitStore =
       kind === 'memory'
         ? new MemoryStore({ clock: clock.now })
-        : new RedisStore({ client: redis().client(), clock: clock.now });
+        : new RedisStore({ client: redis().shared, clock: clock.now });
     const policy = resolvePolicy({ algorithm, period, threshold, burst }, 'test');
     const key = `alg:{${randomUUID()}}:${policy.id}`;
     const at = (ms: number, cost = 1) => {

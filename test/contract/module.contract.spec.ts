@@ -257,7 +257,7 @@ describe('Redis: several app instances', () => {
     await given.quit();
 
     const owned = await createApp({ redis: redis().url, keyPrefix: uniquePrefix() });
-    const created = (primaryOf(owned.get(RateLimitStore)) as RedisStore).client;
+    const created = (primaryOf(owned.get(RateLimitStore)) as RedisStore).client as Redis;
     expect(await created.ping()).toBe('PONG');
     await owned.close();
     expect(created.status).toBe('end');

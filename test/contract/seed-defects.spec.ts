@@ -30,7 +30,7 @@ describe.each(STORE_KINDS)('seed defects on the %s store', (kind) => {
   const makeStore = (clock?: TestClock): RateLimitStore =>
     kind === 'memory'
       ? new MemoryStore({ clock: clock?.now })
-      : new RedisStore({ client: redis().client(), clock: clock?.now });
+      : new RedisStore({ client: redis().shared, clock: clock?.now });
 
   it(`${SEED_004}, ${SEED_003}, ${SEED_001}: member = timestamp collides — same-instant requests each count`, async () => {
     const clock = new TestClock();
@@ -113,7 +113,7 @@ describe.each(STORE_KINDS)(
     const makeStore = (clock?: TestClock): RateLimitStore =>
       kind === 'memory'
         ? new MemoryStore({ clock: clock?.now })
-        : new RedisStore({ client: redis().client(), clock: clock?.now });
+        : new RedisStore({ client: redis().shared, clock: clock?.now });
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
     it(`${SEED_000}: floored refill reset on every call — callers faster than the rate still get refills`, async () => {
@@ -192,7 +192,8 @@ describe('seed defects that need Redis', () => {
   const redis = useRedis('redis');
 
   it(`${SEED_001}: read-modify-write races — separate clients hammering one key never exceed the limit`, async () => {
-    const stores = [0, 1, 2, 3].map(() => new RedisStore({ client: redis().client() }));
+    const clients = await Promise.all([0, 1, 2, 3].map(() => redis().connect('ioredis')));
+    const stores = clients.map((client) => new RedisStore({ client }));
     const key = newKey();
     const p = policy(60, 17);
     const decisions = await Promise.all(
@@ -203,7 +204,7 @@ describe('seed defects that need Redis', () => {
   });
 
   it(`${SEED_004}: app-server clock — the Redis store reads Redis TIME, never the process clock`, async () => {
-    const client = redis().client();
+    const client = redis().shared;
     const store = new RedisStore({ client });
     const key = newKey();
     const realDateNow = Date.now;
@@ -231,7 +232,7 @@ describe('seed defects that need Redis', () => {
   it.each<Algorithm>(['leaky-bucket', 'token-bucket', 'fixed-window', 'sliding-window-counter'])(
     `${SEED_003}: O(N) memory for large limits — %s keeps one small key however many requests it counts`,
     async (algorithm) => {
-      const client = redis().client();
+      const client = redis().shared;
       const store = new RedisStore({ client });
       const key = newKey();
       const p = policy('1h', 1000, algorithm);
@@ -250,7 +251,7 @@ describe('seed defects that need Redis', () => {
   );
 
   it(`${SEED_000}: caller's clock — the token bucket and GCRA read Redis TIME, never the process clock`, async () => {
-    const client = redis().client();
+    const client = redis().shared;
     const store = new RedisStore({ client });
     const serverMicros = async () => {
       const [s, us] = await client.time();
@@ -278,7 +279,7 @@ describe('seed defects that need Redis', () => {
   });
 
   it(`${SEED_004}: no TTL in the Lua version — every write leaves a TTL of at most one window`, async () => {
-    const client = redis().client();
+    const client = redis().shared;
     const store = new RedisStore({ client });
     for (const [period, ms] of [
       ['250ms', 250],
@@ -296,7 +297,7 @@ describe('seed defects that need Redis', () => {
   it.each<Algorithm>([...ALGORITHMS])(
     `${SEED_004}: %s writes only the key it is given, always with a TTL, allowed or rejected`,
     async (algorithm) => {
-      const client = redis().client();
+      const client = redis().shared;
       const store = new RedisStore({ client });
       const tag = `seed:{${randomUUID()}}`;
       const key = `${tag}:k`;
@@ -318,7 +319,7 @@ describe('seed defects that need Redis', () => {
   );
 
   it(`${SEED_003}: the fixed window's one integer counts exactly up to the largest threshold`, async () => {
-    const store = new RedisStore({ client: redis().client() });
+    const store = new RedisStore({ client: redis().shared });
     const key = newKey();
     const p = policy('1h', 1_000_000_000, 'fixed-window');
     const steps = [

@@ -2,29 +2,37 @@
 import { randomUUID } from 'node:crypto';
 import { expect, it } from '@jest/globals';
 import { type Cluster, type Redis } from 'ioredis';
-import { MemoryStore, RedisStore, type RateLimitStore } from '../../lib/index.js';
+import { MemoryStore, type RedisClient, RedisStore, type RateLimitStore } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { consumeOne, TestClock } from '../support/stores.js';
 
 export const policy = (period: number | string, threshold: number) =>
   resolvePolicy({ period, threshold }, 'test');
 
+/** Where the Redis store contract runs: the client the store gets, and one to look at its keys. */
+export interface ContractTarget {
+  /** A new connected client, of either library, for each store. */
+  storeClient(): Promise<RedisClient>;
+  /** An ioredis client on the same server or cluster, for inspecting what the store wrote. */
+  inspect(): Redis | Cluster;
+}
+
 /**
  * Registers the store contract's tests in the surrounding describe block: on the memory store
- * when `client` is omitted, else on a `RedisStore` over a new client from `client()` per test.
+ * when `target` is omitted, else on a `RedisStore` over a new client of the target per test.
  */
-export function storeContract(client?: () => Redis | Cluster): void {
-  function makeStore(clock?: TestClock): RateLimitStore {
+export function storeContract(target?: ContractTarget): void {
+  async function makeStore(clock?: TestClock): Promise<RateLimitStore> {
     const now = clock?.now;
-    return client === undefined
+    return target === undefined
       ? new MemoryStore({ clock: now })
-      : new RedisStore({ client: client(), clock: now });
+      : new RedisStore({ client: await target.storeClient(), clock: now });
   }
   const key = () => `contract:{${randomUUID()}}`;
 
   it('answers an exact timeline: allowed, remaining, retry-after and reset-after in ms', async () => {
     const clock = new TestClock();
-    const store = makeStore(clock);
+    const store = await makeStore(clock);
     const k = key();
     const p = policy('1s', 3);
     const at = async (t: number) => {
@@ -93,7 +101,7 @@ export function storeContract(client?: () => Redis | Cluster): void {
 
   it('rounds sub-millisecond waits up, never down to 0', async () => {
     const clock = new TestClock(1_700_000_000_000);
-    const store = makeStore(clock);
+    const store = await makeStore(clock);
     const k = key();
     const p = policy('1s', 1);
     expect((await consumeOne(store, k, p, 1)).allowed).toBe(true);
@@ -107,7 +115,7 @@ export function storeContract(client?: () => Redis | Cluster): void {
 
   it('never records a rejected request, however many arrive', async () => {
     const clock = new TestClock();
-    const store = makeStore(clock);
+    const store = await makeStore(clock);
     const k = key();
     const p = policy('1s', 2);
     const start = clock.ms;
@@ -123,19 +131,19 @@ export function storeContract(client?: () => Redis | Cluster): void {
 
   it('records requests that arrive at the very same microsecond as separate entries', async () => {
     const clock = new TestClock();
-    const store = makeStore(clock);
+    const store = await makeStore(clock);
     const k = key();
     const p = policy('1m', 50);
     for (let i = 0; i < 50; i++) {
       expect(await consumeOne(store, k, p, 1)).toMatchObject({ allowed: true, remaining: 49 - i });
     }
     expect((await consumeOne(store, k, p, 1)).allowed).toBe(false);
-    if (client !== undefined) expect(await client().zcard(k)).toBe(50);
+    if (target !== undefined) expect(await target.inspect().zcard(k)).toBe(50);
   });
 
   it('charges a cost of several requests at once, all or nothing', async () => {
     const clock = new TestClock();
-    const store = makeStore(clock);
+    const store = await makeStore(clock);
     const k = key();
     const p = policy('10s', 5);
     expect(await consumeOne(store, k, p, 3)).toMatchObject({ allowed: true, remaining: 2 });
@@ -151,7 +159,7 @@ export function storeContract(client?: () => Redis | Cluster): void {
   });
 
   it('lets exactly 10 of 100 concurrent decisions through, with the real clock', async () => {
-    const store = makeStore();
+    const store = await makeStore();
     const k = key();
     const p = policy(60, 10);
     const decisions = await Promise.all(
@@ -163,7 +171,7 @@ export function storeContract(client?: () => Redis | Cluster): void {
   });
 
   it('keeps keys apart', async () => {
-    const store = makeStore();
+    const store = await makeStore();
     const p = policy(60, 1);
     const [a, b] = [key(), key()];
     expect((await consumeOne(store, a, p, 1)).allowed).toBe(true);

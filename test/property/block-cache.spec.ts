@@ -91,7 +91,7 @@ describe('block cache: the same decisions as the store alone', () => {
         );
         let us = timeline.startUs;
         const clock = () => us / 1000;
-        client ??= redis().client();
+        client ??= redis().shared;
         const alone = new RedisStore({ client, clock });
         const behind = new Counting(new RedisStore({ client, clock }));
         const cached = new BlockCacheStore(behind, { clock });
@@ -122,7 +122,7 @@ describe('block cache: the same decisions as the store alone', () => {
   it('asks the store once per retry window for a flooding key, and again once the wait is over', async () => {
     let ms = 1_700_000_000_000;
     const clock = () => ms;
-    const behind = new Counting(new RedisStore({ client: redis().client(), clock }));
+    const behind = new Counting(new RedisStore({ client: redis().shared, clock }));
     const cached = new BlockCacheStore(behind, { clock });
     const policy = resolvePolicy({ period: '1s', threshold: 5 }, 'flood');
     const key = [`flood:{${randomUUID()}}`];
@@ -146,8 +146,8 @@ describe('block cache: the same decisions as the store alone', () => {
   it('groups a burst of a rejected key once its block ends: the same answers, two store calls', async () => {
     let ms = 1_700_000_000_000;
     const clock = () => ms;
-    const alone = new RedisStore({ client: redis().client(), clock });
-    const behind = new Counting(new RedisStore({ client: redis().client(), clock }));
+    const alone = new RedisStore({ client: redis().shared, clock });
+    const behind = new Counting(new RedisStore({ client: redis().shared, clock }));
     const cached = new BlockCacheStore(behind, { clock });
     // One request per 100 ms, none saved up: after each wait exactly one more fits.
     const policy = resolvePolicy(
@@ -227,7 +227,7 @@ describe('block cache: the same decisions as the store alone', () => {
 
   it('forgets the oldest block past its size bound', async () => {
     const ms = 1_700_000_000_000;
-    const behind = new Counting(new RedisStore({ client: redis().client(), clock: () => ms }));
+    const behind = new Counting(new RedisStore({ client: redis().shared, clock: () => ms }));
     const cached = new BlockCacheStore(behind, { clock: () => ms, maxSize: 3 });
     const policy = resolvePolicy({ period: '1m', threshold: 1 }, 'bound');
     const keys = Array.from({ length: 5 }, () => [`bound:{${randomUUID()}}`]);

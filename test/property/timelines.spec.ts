@@ -77,7 +77,7 @@ describe('timelines: model, memory store and Redis store agree on every decision
     const clock = () => us / 1000;
     const memory = new MemoryStore({ clock });
     // One connection for every timeline; a store per timeline only binds the simulated clock.
-    client ??= redis().client();
+    client ??= redis().shared;
     const shared = new RedisStore({ client, clock });
     const model = new ReferenceModel();
     const prefix = randomUUID();

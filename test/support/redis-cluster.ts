@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, type ClusterOptions, Redis } from 'ioredis';
+import { type RedisClient } from '../../lib/index.js';
+import { type ClientKind, closeClient as closeAnyClient, openClusterClient } from './clients.js';
 import { waitFor } from './wait-for.js';
 import { freePort, isRunning, notOnPath, spawnRedisServer, stopProcess } from './redis-process.js';
 
@@ -37,6 +39,8 @@ export interface TestCluster {
   readonly external: boolean;
   /** A new ioredis Cluster client, tuned to follow a failover promptly; closed by `stop()`. */
   client(options?: ClusterOptions): Cluster;
+  /** A new connected cluster client of either library; closed by `stop()`. */
+  connect(kind: ClientKind): Promise<RedisClient>;
   /** The masters that serve slots, ordered by their first slot, as a reachable node reports them. */
   masters(): Promise<ClusterMaster[]>;
   /** Resolves once every running node reports `cluster_state:ok` with all slots assigned. */
@@ -123,6 +127,7 @@ function clusterHandle(
   stopNodes: () => Promise<void>,
 ): TestCluster {
   const clients: Cluster[] = [];
+  const opened: RedisClient[] = [];
   const admins = new Map<number, Redis>();
 
   function admin(node: ClusterAddress): Redis {
@@ -199,10 +204,16 @@ function clusterHandle(
       clients.push(client);
       return client;
     },
+    connect: async (kind) => {
+      const client = await openClusterClient(kind, startupNodes);
+      opened.push(client);
+      return client;
+    },
     masters,
     waitUntilOk,
     admin,
     stop: async () => {
+      await Promise.all(opened.splice(0).map(closeAnyClient));
       await Promise.all([...clients.splice(0), ...admins.values()].map(closeClient));
       admins.clear();
       await stopNodes();

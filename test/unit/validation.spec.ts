@@ -121,7 +121,10 @@ describe('module options fail at bootstrap, not at the first request', () => {
       /store must be omitted when redis is given/,
     ],
     [{ store: {} as never }, /store must be an object with a consume\(\) method/],
-    [{ redis: 42 as never }, /redis must be an ioredis client, ioredis options or a URL, got 42/],
+    [
+      { redis: 42 as never },
+      /redis must be an ioredis or node-redis client, ioredis options or a URL, got 42/,
+    ],
   ])('%p', async (options, message) => {
     await expect(bootstrap(options)).rejects.toThrow(message);
     await expect(bootstrap(options)).rejects.toThrow(/^RateLimitModule options: /);

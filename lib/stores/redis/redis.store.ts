@@ -1,4 +1,3 @@
-import { type Cluster, type Redis } from 'ioredis';
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { toMicros } from '../clock.js';
 import { combineDecisions, policyDecision } from '../decision.js';
@@ -8,11 +7,21 @@ import {
   type RateLimitDecision,
   type RateLimitStore,
 } from '../store.interface.js';
-import { DECISION_SCRIPTS } from './scripts.js';
+import {
+  type RedisClient,
+  type ScriptArgs,
+  type ScriptClient,
+  scriptClientFor,
+  StoreNotConnectedError,
+} from './script-client.js';
+import { DECISION_SCRIPTS, type DecisionScript } from './scripts.js';
 
 export interface RedisStoreOptions {
-  /** An ioredis client or cluster. */
-  client: Redis | Cluster;
+  /**
+   * An ioredis `Redis` or `Cluster`, or a node-redis client from `createClient()` or
+   * `createCluster()` (v5 or later), connected by its owner.
+   */
+  client: RedisClient;
   /** Close the client in `close()`. Set by the module for clients it created itself. */
   ownsClient?: boolean;
   /**
@@ -22,38 +31,56 @@ export interface RedisStoreOptions {
   clock?: Clock;
 }
 
-type DecideCommand = (...args: Array<string | number>) => Promise<number[]>;
-
 // Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
 // vanish while the simulated time says it still matters.
 const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
 
 /**
  * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
- * Lua script over all of a route's policies, sent with EVALSHA (ioredis falls back to EVAL when
- * the server has lost its script cache), reading the time from Redis itself.
+ * Lua script over all of a route's policies, sent with EVALSHA (and EVAL when the server has lost
+ * its script cache), reading the time from Redis itself. Works with ioredis and node-redis alike.
+ * While the client is not connected, a decision fails at once and nothing is sent, so no decision
+ * waits in a client's offline queue to be counted after the fallback has answered it.
  *
  * @example
  * ```ts
  * RateLimitModule.forRoot({ store: new RedisStore({ client: new Redis(process.env.REDIS_URL) }) });
+ * // or, with node-redis:
+ * RateLimitModule.forRoot({ store: new RedisStore({ client: await createClient().connect() }) });
  * ```
  */
 export class RedisStore implements RateLimitStore {
-  readonly client: Redis | Cluster;
+  readonly client: RedisClient;
+  private readonly scripts: ScriptClient;
   private readonly ownsClient: boolean;
   private readonly clock: Clock | undefined;
-  /** A bound command per script, by algorithm code, plus `mixed`. */
-  private readonly commands = new Map<string, DecideCommand>();
 
   constructor(options: RedisStoreOptions) {
+    const scripts = scriptClientFor(options?.client);
+    if (scripts === undefined) {
+      throw new TypeError(
+        'RedisStore: client must be an ioredis Redis or Cluster, or a node-redis client or cluster',
+      );
+    }
     this.client = options.client;
+    this.scripts = scripts;
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
-    const commands = this.client as unknown as Record<string, DecideCommand>;
-    for (const [code, { command, lua }] of Object.entries(DECISION_SCRIPTS)) {
-      this.client.defineCommand(command, { lua });
-      this.commands.set(code, commands[command].bind(this.client));
-    }
+  }
+
+  /** `'ioredis'` or `'node-redis'`. */
+  get library(): string {
+    return this.scripts.library;
+  }
+
+  /** Whether a decision sent now would reach Redis at once (else it fails without sending). */
+  get connected(): boolean {
+    return this.scripts.ready();
+  }
+
+  /** Whether the client was handed over without being connected (node-redis needs `connect()`). */
+  get neverOpened(): boolean {
+    return this.scripts.neverOpened();
   }
 
   async consume(
@@ -61,15 +88,16 @@ export class RedisStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
+    if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
     const n = keys.length;
-    const args: Array<string | number> = [n, ...keys];
+    const args: ScriptArgs = [];
     if (this.clock === undefined) args.push('', 0);
     else args.push(toMicros(this.clock()), SIMULATED_CLOCK_TTL_SLACK_MS);
     for (let i = 0; i < n; i++) {
       const p = policies[i];
       args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i]);
     }
-    const reply = await this.commandFor(policies)(...args);
+    const reply = (await this.scripts.run(scriptFor(policies), keys, args)) as number[];
     const answers: PolicyDecision[] = new Array(n);
     for (let i = 0, r = 1; i < n; i++, r += 4) {
       answers[i] = policyDecision(
@@ -83,32 +111,17 @@ export class RedisStore implements RateLimitStore {
     return combineDecisions(reply[0] === 1, answers);
   }
 
-  /** The script with only the algorithm every policy uses, or the one with all of them. */
-  private commandFor(policies: readonly ResolvedPolicy[]): DecideCommand {
-    const code = policies[0].code;
-    for (let i = 1; i < policies.length; i++) {
-      if (policies[i].code !== code) return this.commands.get('mixed')!;
-    }
-    return this.commands.get(code)!;
-  }
-
-  /** Closes the client if the store owns it, resolving once the connection has really ended. */
+  /** Closes the client if the store owns it, resolving once the connection has ended. */
   async close(): Promise<void> {
-    if (!this.ownsClient || this.client.status === 'end') return;
-    // Not connected: there is nothing to flush, and no 'end' event may ever come.
-    if (this.client.status !== 'ready' && this.client.status !== 'connect')
-      return this.client.disconnect();
-    const ended = new Promise<void>((resolve) => this.client.once('end', () => resolve()));
-    try {
-      await this.client.quit();
-    } catch {
-      // Never connected, or the connection broke: drop it without waiting for a reply.
-      this.client.disconnect();
-    }
-    // Shutdown must finish even if the socket never reports its end.
-    let timer: NodeJS.Timeout | undefined;
-    const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000).unref()));
-    await Promise.race([ended, giveUp]);
-    clearTimeout(timer);
+    if (this.ownsClient) await this.scripts.close();
   }
+}
+
+/** The script with only the algorithm every policy uses, or the one with all of them. */
+function scriptFor(policies: readonly ResolvedPolicy[]): DecisionScript {
+  const code = policies[0].code;
+  for (let i = 1; i < policies.length; i++) {
+    if (policies[i].code !== code) return DECISION_SCRIPTS.mixed;
+  }
+  return DECISION_SCRIPTS[code];
 }

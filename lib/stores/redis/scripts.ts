@@ -1,10 +1,12 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { LUA_ALGORITHMS } from '../../algorithms/index.js';
 
-/** One decision script: its ioredis command name and its text. */
+/** One decision script: a name for logs and errors, its text, and the SHA1 it runs by. */
 export interface DecisionScript {
   readonly command: string;
   readonly lua: string;
+  readonly sha: string;
 }
 
 const source = (name: string) =>
@@ -26,7 +28,7 @@ function decisionScript(command: string, algorithms: readonly string[]): Decisio
     ...algorithms.map(source),
     source('decide'),
   ].join('\n');
-  return { command, lua };
+  return { command, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
 
 /**

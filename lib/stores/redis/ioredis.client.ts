@@ -1,0 +1,45 @@
+import { type Cluster, type Redis } from 'ioredis';
+import { isNoScript, type ScriptClient } from './script-client.js';
+
+// Shutdown must finish even if the socket never reports its end.
+const CLOSE_GRACE_MS = 2000;
+
+/** Runs the store's scripts on an ioredis `Redis` or `Cluster`. */
+export function ioredisScripts(client: Redis | Cluster): ScriptClient {
+  return {
+    library: 'ioredis',
+    ready() {
+      // A lazyConnect client connects on its first command, which the store never sends while
+      // the client is not ready: start the connection so that later decisions can use it.
+      if (client.status === 'wait') client.connect().catch(() => {});
+      return client.status === 'ready';
+    },
+    neverOpened: () => false,
+    run(script, keys, args) {
+      return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+        if (!isNoScript(error)) throw error;
+        // EVAL both runs the script and puts it back in the server's cache for the next EVALSHA.
+        return client.eval(script.lua, keys.length, ...keys, ...args);
+      });
+    },
+    close: () => closeIoredis(client),
+  };
+}
+
+/** Quits, resolving once the connection has really ended (or after a short grace period). */
+async function closeIoredis(client: Redis | Cluster): Promise<void> {
+  if (client.status === 'end') return;
+  // Not connected: there is nothing to flush, and no 'end' event may ever come.
+  if (client.status !== 'ready' && client.status !== 'connect') return client.disconnect();
+  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  try {
+    await client.quit();
+  } catch {
+    // The connection broke meanwhile: drop it without waiting for a reply.
+    client.disconnect();
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
+  await Promise.race([ended, giveUp]);
+  clearTimeout(timer);
+}

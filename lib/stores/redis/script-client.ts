@@ -1,0 +1,59 @@
+import { type Cluster, type Redis } from 'ioredis';
+import { ioredisScripts } from './ioredis.client.js';
+import { type NodeRedisClient, nodeRedisScripts } from './node-redis.client.js';
+import { type DecisionScript } from './scripts.js';
+
+/** A client the Redis store can run its scripts on: ioredis (`Redis`, `Cluster`) or node-redis. */
+export type RedisClient = Redis | Cluster | NodeRedisClient;
+
+/** Script arguments as the store builds them; each client sends them as strings. */
+export type ScriptArgs = Array<string | number>;
+
+/**
+ * What the Redis store needs from a client, the same for both libraries: run a script by its SHA
+ * (loading it when the server lost it), say whether a command sent now would reach the server at
+ * once, and close.
+ */
+export interface ScriptClient {
+  /** `'ioredis'` or `'node-redis'`, for logs. */
+  readonly library: string;
+  /**
+   * Whether a command sent now goes out at once. Both libraries queue commands while disconnected
+   * and send them on reconnect, long after the fallback answered; the store sends nothing then.
+   */
+  ready(): boolean;
+  /** Whether the client was never opened by its owner (node-redis needs `connect()`). */
+  neverOpened(): boolean;
+  /** EVALSHA `script` over `keys` and `args`, and EVAL when the server answers NOSCRIPT. */
+  run(script: DecisionScript, keys: readonly string[], args: ScriptArgs): Promise<unknown>;
+  /** Ends the connection, waiting at most a short while for pending replies. */
+  close(): Promise<void>;
+}
+
+/** Wraps a client of either library; undefined when `client` is neither. */
+export function scriptClientFor(client: unknown): ScriptClient | undefined {
+  const c = client as Record<string, unknown> | null;
+  if (c == null || typeof c !== 'object') return undefined;
+  // ioredis spells it evalsha and lets scripts be defined; node-redis spells it evalSha and has
+  // isOpen. Duck-typed, so a client from another copy of either library is still recognised.
+  if (typeof c.evalsha === 'function' && typeof c.defineCommand === 'function') {
+    return ioredisScripts(client as Redis | Cluster);
+  }
+  if (typeof c.evalSha === 'function' && typeof c.isOpen === 'boolean') {
+    return nodeRedisScripts(client as NodeRedisClient);
+  }
+  return undefined;
+}
+
+/** Whether a Redis error reply says the server does not hold the script. */
+export function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** Rejection of a decision that was not sent because the client is not connected. */
+export class StoreNotConnectedError extends Error {
+  override readonly name = 'StoreNotConnectedError';
+  constructor(library: string) {
+    super(`the ${library} client is not connected; nothing was sent`);
+  }
+}

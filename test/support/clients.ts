@@ -1,0 +1,104 @@
+/** Clients of both Redis libraries, so suites can run the same scenarios on each. */
+import { Cluster, Redis } from 'ioredis';
+import { createClient, createCluster } from 'redis';
+import { createClient as createClientV5, createCluster as createClusterV5 } from 'redis-v5';
+import { type RedisClient } from '../../lib/index.js';
+
+/** `node-redis` is the current major (6); `node-redis@5` the previous one, still common. */
+export type ClientKind = 'ioredis' | 'node-redis' | 'node-redis@5';
+/** The kinds every Redis suite runs on. */
+export const CLIENT_KINDS: ClientKind[] = ['ioredis', 'node-redis'];
+/** The kinds the store contract runs on: both majors of node-redis too. */
+export const ALL_CLIENT_KINDS: ClientKind[] = ['ioredis', 'node-redis', 'node-redis@5'];
+
+export interface Address {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface OpenOptions {
+  /**
+   * Build the client with its library's defaults only (offline queue on, default reconnection),
+   * as an application that never tuned it would. Otherwise it reconnects every 50–250 ms.
+   */
+  libraryDefaults?: boolean;
+}
+
+interface Emitter {
+  on(event: 'error', listener: () => void): unknown;
+}
+
+// Errors surface through the commands that fail; node-redis would crash the process on an
+// 'error' event nobody listens to.
+const ignore = () => {};
+const quickReconnect = (attempt: number) => Math.min(50 * (attempt + 1), 250);
+
+/** A connected client of `kind` to one server. */
+export async function openClient(
+  kind: ClientKind,
+  address: Address,
+  options: OpenOptions = {},
+): Promise<RedisClient> {
+  const url = `redis://${address.host}:${address.port}`;
+  if (kind === 'ioredis') {
+    const client = options.libraryDefaults
+      ? new Redis(url)
+      : new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: quickReconnect });
+    client.on('error', ignore);
+    await client.ping();
+    return client;
+  }
+  const socket = options.libraryDefaults
+    ? undefined
+    : { reconnectStrategy: quickReconnect, connectTimeout: 1000 };
+  const client: RedisClient =
+    kind === 'node-redis' ? createClient({ url, socket }) : createClientV5({ url, socket });
+  (client as unknown as Emitter).on('error', ignore);
+  await (client as unknown as { connect(): Promise<unknown> }).connect();
+  return client;
+}
+
+/** A connected cluster client of `kind`, following failovers promptly. */
+export async function openClusterClient(
+  kind: ClientKind,
+  startupNodes: readonly Address[],
+): Promise<RedisClient> {
+  if (kind === 'ioredis') {
+    const client = new Cluster([...startupNodes], {
+      scaleReads: 'master',
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
+      retryDelayOnMoved: 50,
+      slotsRefreshTimeout: 500,
+      slotsRefreshInterval: 1000,
+      redisOptions: { connectTimeout: 1000 },
+    });
+    client.on('error', ignore);
+    await client.ping();
+    return client;
+  }
+  const options = {
+    rootNodes: startupNodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
+    defaults: { socket: { reconnectStrategy: quickReconnect, connectTimeout: 1000 } },
+  };
+  const cluster: RedisClient =
+    kind === 'node-redis' ? createCluster(options) : createClusterV5(options);
+  (cluster as unknown as Emitter).on('error', ignore);
+  await (cluster as unknown as { connect(): Promise<unknown> }).connect();
+  return cluster;
+}
+
+/** Closes a client of either library, dropping it if the server does not answer soon. */
+export async function closeClient(client: RedisClient): Promise<void> {
+  if (client instanceof Redis || client instanceof Cluster) {
+    if (client.status === 'end') return;
+    await Promise.race([client.quit().catch(ignore), sleep(1000)]);
+    client.disconnect();
+    return;
+  }
+  if (!client.isOpen) return;
+  await Promise.race([client.close().catch(ignore), sleep(1000)]);
+  if (client.isOpen) client.destroy();
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
