@@ -42,6 +42,7 @@ export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.s
 export { StoreTimeoutError } from './stores/deadlines.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.store.js';
 export { type RedisClient, StoreNotConnectedError } from './stores/redis/script-client.js';
+export { StoreLateError } from './stores/redis/answer-deadline.js';
 export {
   type NodeRedisClient,
   type NodeRedisEvalOptions,

@@ -5,20 +5,28 @@
 -- ARGV[1]  now in microseconds; empty in production, where Redis TIME is the one shared clock
 -- ARGV[2]  ms added to every TTL: 0 in production; tests that simulate time pad TTLs so real
 --          expiry cannot race the simulated clock
--- ARGV[3..] five per policy: algorithm id, period (µs), limit, burst, cost
+-- ARGV[3]  the last moment (Redis TIME, µs) the caller still waits for this answer; empty for none
+-- ARGV[4..] five per policy: algorithm id, period (µs), limit, burst, cost
 --
 -- Reply: { allowed, then four per policy: allowed, remaining, retry_after_ms (-1: never),
---          reset_after_ms }
+--          reset_after_ms, then now (µs) }; { -1, now } when it came too late and did nothing.
 
 local now = tonumber(ARGV[1])
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  -- A decision that reaches Redis after its caller stopped waiting (a paused server, a command
+  -- a client queued or resent) was already answered by the fallback: counting it would count
+  -- that request twice.
+  local deadline = tonumber(ARGV[3])
+  if deadline and now > deadline then
+    return { -1, now }
+  end
 end
 local slack = tonumber(ARGV[2])
 
 local function policy(i)
-  local a = 2 + (i - 1) * 5
+  local a = 3 + (i - 1) * 5
   return {
     algorithm = ALGORITHMS[ARGV[a + 1]],
     period = tonumber(ARGV[a + 2]),
@@ -38,7 +46,7 @@ if #KEYS == 1 then
   else
     remaining, reset = p.algorithm.status(KEYS[1], now, p, w1, w2)
   end
-  return { allowed, allowed, remaining, retry, reset }
+  return { allowed, allowed, remaining, retry, reset, now }
 end
 
 local policies, checks = {}, {}
@@ -66,4 +74,5 @@ for i = 1, #KEYS do
   reply[#reply + 1] = c[2]
   reply[#reply + 1] = reset
 end
+reply[#reply + 1] = now
 return reply

@@ -76,7 +76,11 @@ export function createStore(
   if (redis === undefined)
     return { store: memory(), owned: true, kind: 'memory', ready: nothingToAwait };
   if (scriptClientFor(redis) !== undefined) {
-    const primary = new RedisStore({ client: redis as RedisClient, clock });
+    const primary = new RedisStore({
+      client: redis as RedisClient,
+      clock,
+      answerWithinMs: options.timeout,
+    });
     if (primary.neverOpened) {
       logger.warn(
         `The ${primary.library} client passed as redis is not connected; call its connect() first (until then the fallback answers)`,
@@ -103,7 +107,12 @@ export function createStore(
       : new Redis({ ...CLIENT_DEFAULTS, ...(redis as RedisOptions) });
   // Connection errors are answered by the fallback and logged once; keep them off the process.
   client.on('error', () => {});
-  const primary = new RedisStore({ client, clock, ownsClient: true });
+  const primary = new RedisStore({
+    client,
+    clock,
+    ownsClient: true,
+    answerWithinMs: options.timeout,
+  });
   return {
     store: resilient(primary, true),
     owned: true,
@@ -122,4 +131,5 @@ async function connected(store: RedisStore): Promise<void> {
   while (!store.connected && !store.neverOpened && performance.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+  await store.warmUp();
 }

@@ -62,7 +62,7 @@ async function connected<T extends Redis | Cluster>(client: T): Promise<T> {
   return client;
 }
 
-describe('a Nest app on a 3-master Redis Cluster', () => {
+describe.each(CLIENT_KINDS)('a Nest app on a 3-master Redis Cluster through %s', (kind) => {
   const single = useRedis('redis');
   const apps: INestApplication[] = [];
 
@@ -86,7 +86,7 @@ describe('a Nest app on a 3-master Redis Cluster', () => {
   /** Both backends, each with its own clock at the same simulated start. */
   async function onBoth() {
     const clocks = [new TestClock(), new TestClock()];
-    const clients = [await connected(single().client()), await connected(cluster().client())];
+    const clients = [await single().connect(kind), await cluster().connect(kind)];
     return { clocks, clients };
   }
 
@@ -186,7 +186,7 @@ describe('a Nest app on a 3-master Redis Cluster', () => {
   it('spreads 300 trackers over all three masters and keeps every key of one decision in one slot', async () => {
     const client = await connected(cluster().client());
     const keyPrefix = uniquePrefix();
-    const a = await app({ redis: client, keyPrefix });
+    const a = await app({ redis: await cluster().connect(kind), keyPrefix });
     const users = Array.from({ length: 300 }, () => uniqueUser());
     for (let i = 0; i < users.length; i += 30) {
       const batch = users.slice(i, i + 30);

@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { type Redis } from 'ioredis';
-import { type StoreErrorPolicy } from '../../lib/index.js';
+import { type RedisConnection, type StoreErrorPolicy } from '../../lib/index.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import {
   CapturingLogger,
@@ -96,6 +96,7 @@ const FAULTS: Fault[] = [
 ];
 
 interface Row {
+  client: string;
   fault: string;
   policy: StoreErrorPolicy;
   decisions: number;
@@ -109,7 +110,14 @@ const rows: Row[] = [];
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
-describe('faults under steady traffic', () => {
+/** How the module reaches Redis: a URL (the module builds an ioredis client) or a node-redis client. */
+const CONNECTIONS: Array<[label: string, connect: (redis: TestRedis) => Promise<RedisConnection>]> =
+  [
+    ['ioredis from a URL', async (redis) => redis.url],
+    ['node-redis client', (redis) => redis.connect('node-redis') as Promise<RedisConnection>],
+  ];
+
+describe.each(CONNECTIONS)('faults under steady traffic, %s', (client, connect) => {
   let redis: TestRedis;
   let app: INestApplication | undefined;
 
@@ -126,20 +134,22 @@ describe('faults under steady traffic', () => {
     process.off('unhandledRejection', onUnhandled);
     await redis.stop();
     const header =
-      '| fault | onStoreError | decisions | degraded | max latency ms | recovery ms | exact after |';
-    const lines = rows.map(
-      (r) =>
-        `| ${r.fault} | ${r.policy} | ${r.decisions} | ${r.degraded} | ${r.maxLatencyMs.toFixed(1)} | ${r.recoveryMs.toFixed(0)} | ${r.exact} |`,
-    );
+      '| client | fault | onStoreError | decisions | degraded | max latency ms | recovery ms | exact after |';
+    const lines = rows
+      .filter((r) => r.client === client)
+      .map(
+        (r) =>
+          `| ${r.client} | ${r.fault} | ${r.policy} | ${r.decisions} | ${r.degraded} | ${r.maxLatencyMs.toFixed(1)} | ${r.recoveryMs.toFixed(0)} | ${r.exact} |`,
+      );
     process.stdout.write(
-      `\nFault suite (timeout ${TIMEOUT_MS} ms):\n${header}\n|---|---|---|---|---|---|---|\n${lines.join('\n')}\n`,
+      `\nFault suite (timeout ${TIMEOUT_MS} ms):\n${header}\n|---|---|---|---|---|---|---|---|\n${lines.join('\n')}\n`,
     );
   });
 
   it.each(FAULTS.map((f) => [f.name, f] as const))('%s', async (_name, fault) => {
     const logger = new CapturingLogger();
     app = await createLimiterApp(
-      { redis: redis.url, timeout: TIMEOUT_MS, keyPrefix: `fault-${rows.length}` },
+      { redis: await connect(redis), timeout: TIMEOUT_MS, keyPrefix: `fault-${rows.length}` },
       logger,
     );
     const admin = () => redis.client();
@@ -172,6 +182,7 @@ describe('faults under steady traffic', () => {
       firstHealthyAfter === undefined ? Infinity : Math.max(0, firstHealthyAfter.at - restored);
     const exact = await exactness(app, 5, 8);
     rows.push({
+      client,
       fault: fault.name,
       policy: 'memory',
       decisions: samples.length,

@@ -14,6 +14,7 @@ import {
   scriptClientFor,
   StoreNotConnectedError,
 } from './script-client.js';
+import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { DECISION_SCRIPTS, type DecisionScript } from './scripts.js';
 
 export interface RedisStoreOptions {
@@ -24,6 +25,13 @@ export interface RedisStoreOptions {
   client: RedisClient;
   /** Close the client in `close()`. Set by the module for clients it created itself. */
   ownsClient?: boolean;
+  /**
+   * How long the caller waits for a decision, in ms: a decision that reaches Redis later than
+   * that (a paused server, a command a client queued or resent after a reconnect) records
+   * nothing, because the caller's fallback has answered it already. The module sets it to its
+   * `timeout`. Unset: no deadline.
+   */
+  answerWithinMs?: number;
   /**
    * Test clock in milliseconds, passed to the script instead of Redis `TIME`. Leave unset in
    * production: one Redis clock is what keeps every instance in agreement.
@@ -54,6 +62,7 @@ export class RedisStore implements RateLimitStore {
   private readonly scripts: ScriptClient;
   private readonly ownsClient: boolean;
   private readonly clock: Clock | undefined;
+  private readonly deadline: AnswerDeadline | undefined;
 
   constructor(options: RedisStoreOptions) {
     const scripts = scriptClientFor(options?.client);
@@ -66,6 +75,10 @@ export class RedisStore implements RateLimitStore {
     this.scripts = scripts;
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
+    // A simulated clock has no relation to the time at which Redis runs the script.
+    if (options.answerWithinMs !== undefined && options.clock === undefined) {
+      this.deadline = new AnswerDeadline(options.answerWithinMs);
+    }
   }
 
   /** `'ioredis'` or `'node-redis'`. */
@@ -76,6 +89,21 @@ export class RedisStore implements RateLimitStore {
   /** Whether a decision sent now would reach Redis at once (else it fails without sending). */
   get connected(): boolean {
     return this.scripts.ready();
+  }
+
+  /**
+   * Runs the decision script once with no keys, which records nothing: it loads the script on the
+   * server and learns Redis's clock, so that even the first decisions carry a deadline. Resolves
+   * whatever happens; a failure only leaves that for the first reply.
+   */
+  async warmUp(): Promise<void> {
+    if (this.deadline === undefined || !this.scripts.ready()) return;
+    try {
+      const reply = (await this.scripts.run(DECISION_SCRIPTS.mixed, [], ['', 0, ''])) as number[];
+      this.deadline.observe(reply[reply.length - 1]);
+    } catch {
+      // The first decision's reply teaches the same.
+    }
   }
 
   /** Whether the client was handed over without being connected (node-redis needs `connect()`). */
@@ -91,13 +119,16 @@ export class RedisStore implements RateLimitStore {
     if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
     const n = keys.length;
     const args: ScriptArgs = [];
-    if (this.clock === undefined) args.push('', 0);
-    else args.push(toMicros(this.clock()), SIMULATED_CLOCK_TTL_SLACK_MS);
+    if (this.clock !== undefined)
+      args.push(toMicros(this.clock()), SIMULATED_CLOCK_TTL_SLACK_MS, '');
+    else args.push('', 0, this.deadline?.forNow() ?? '');
     for (let i = 0; i < n; i++) {
       const p = policies[i];
       args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i]);
     }
     const reply = (await this.scripts.run(scriptFor(policies), keys, args)) as number[];
+    this.deadline?.observe(reply[reply.length - 1]);
+    if (reply[0] === -1) throw new StoreLateError();
     const answers: PolicyDecision[] = new Array(n);
     for (let i = 0, r = 1; i < n; i++, r += 4) {
       answers[i] = policyDecision(

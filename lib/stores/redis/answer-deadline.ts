@@ -1,0 +1,58 @@
+/** Redis ran a decision after its caller had stopped waiting for it; it recorded nothing. */
+export class StoreLateError extends Error {
+  override readonly name = 'StoreLateError';
+  constructor() {
+    super('Redis reached the decision after its caller stopped waiting; nothing was recorded');
+  }
+}
+
+// Redis's clock and this process's may be stepped apart (NTP, a failover to another host). The
+// estimate is the best of this period and the one before, so a step back is followed within two
+// periods, while one slow reply at the start of a period never spoils it.
+const ESTIMATE_PERIOD_MS = 10_000;
+
+const localMicros = () => (performance.timeOrigin + performance.now()) * 1000;
+
+/**
+ * The moment, on Redis's own clock, after which a decision's caller no longer waits for it, so
+ * that the script can refuse to record a decision that arrives later than that. A decision sent
+ * at local time `t` is answered by the fallback at `t + timeout` at the earliest; in Redis's time
+ * that is `t + timeout + offset`, where offset is Redis's clock minus this process's.
+ *
+ * Each reply carries Redis's time when it ran. Redis ran it before the reply arrived, so
+ * `redisNow - arrival` is never above the true offset: the largest such value seen is a lower
+ * bound, which can only make the deadline early (refusing a decision that was in fact still
+ * awaited, which the fallback then answers) and never late.
+ */
+export class AnswerDeadline {
+  /** The best lower bound of Redis's clock minus this process's, in µs. */
+  private offsetUs: number | undefined;
+  private thisPeriodUs = -Infinity;
+  private lastPeriodUs = -Infinity;
+  private periodEndsUs = 0;
+  private readonly timeoutUs: number;
+
+  constructor(timeoutMs: number) {
+    this.timeoutUs = timeoutMs * 1000;
+  }
+
+  /** The deadline for a decision sent now, or `''` while Redis's clock has not been seen yet. */
+  forNow(): number | '' {
+    if (this.offsetUs === undefined) return '';
+    return Math.floor(localMicros() + this.timeoutUs + this.offsetUs);
+  }
+
+  /** Learns from a reply: `redisNowUs` is the time Redis ran the script. */
+  observe(redisNowUs: number): void {
+    const arrived = localMicros();
+    const offset = redisNowUs - arrived;
+    if (arrived > this.periodEndsUs) {
+      this.lastPeriodUs = this.thisPeriodUs;
+      this.thisPeriodUs = offset;
+      this.periodEndsUs = arrived + ESTIMATE_PERIOD_MS * 1000;
+    } else if (offset > this.thisPeriodUs) {
+      this.thisPeriodUs = offset;
+    }
+    this.offsetUs = Math.max(this.thisPeriodUs, this.lastPeriodUs);
+  }
+}

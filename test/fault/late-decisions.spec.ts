@@ -1,0 +1,100 @@
+/**
+ * A decision the fallback answered must never be counted in Redis afterwards. Both client
+ * libraries queue commands while disconnected by default, and a paused server runs the commands
+ * it held once the pause ends: either would count those requests a second time. Each case builds
+ * its client with the library's defaults only, as an application that never tuned it would.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  type RateLimitDecision,
+  RateLimitModule,
+  type RateLimitPolicy,
+  RateLimitService,
+} from '../../lib/index.js';
+import { CLIENT_KINDS } from '../support/clients.js';
+import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { waitFor } from '../support/wait-for.js';
+import { sleep } from './traffic.js';
+
+const POLICY: RateLimitPolicy = { period: '1h', threshold: 100 };
+
+describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s)', (kind) => {
+  let redis: TestRedis;
+  let app: INestApplication | undefined;
+  let prefix = '';
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  async function boot(): Promise<RateLimitService> {
+    prefix = `late-${kind.replace(/\W/g, '')}-${Date.now()}`;
+    const client = await redis.connect(kind, { libraryDefaults: true });
+    const ref = await Test.createTestingModule({
+      imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: prefix, timeout: 100 })],
+    }).compile();
+    app = ref.createNestApplication({ logger: false });
+    await app.init();
+    return app.get(RateLimitService);
+  }
+
+  /** What Redis has counted for the key `victim`. */
+  async function victimCount(): Promise<number> {
+    const [key] = await redis.shared.keys(`${prefix}:{victim}*`);
+    return key === undefined ? 0 : redis.shared.zcard(key);
+  }
+
+  async function untilShared(limiter: RateLimitService): Promise<void> {
+    await waitFor('a decision shared through Redis again', 15_000, async () => {
+      const probe = await limiter.consume('probe', POLICY);
+      return probe.degraded === undefined ? true : `degraded: ${probe.degraded}`;
+    });
+  }
+
+  it('while Redis is down, sends nothing, so a restart replays nothing', async () => {
+    const limiter = await boot();
+    await redis.kill('SIGKILL');
+    const during: RateLimitDecision[] = [];
+    for (let i = 0; i < 20; i++) during.push(await limiter.consume('victim', POLICY));
+    expect(during.every((d) => d.allowed && d.degraded === 'memory')).toBe(true);
+
+    await redis.restart();
+    await untilShared(limiter);
+    // Give a queue that was going to be replayed every chance to be.
+    await sleep(500);
+    // The server came back empty; only the probes that found it back have been counted since.
+    expect(await redis.client().keys(`${prefix}:{victim}*`)).toEqual([]);
+
+    // Shared limiting goes on from an empty count.
+    const after = await limiter.consume('victim', POLICY);
+    expect(after).toMatchObject({ allowed: true, remaining: 99 });
+    expect(after.degraded).toBeUndefined();
+  });
+
+  it('while Redis is paused, the commands it runs afterwards record nothing', async () => {
+    const limiter = await boot();
+    for (let i = 0; i < 2; i++) await limiter.consume('victim', POLICY);
+    expect(await victimCount()).toBe(2);
+
+    await redis.client().client('PAUSE', 1000);
+    const during = await Promise.all(
+      Array.from({ length: 10 }, () => limiter.consume('victim', POLICY)),
+    );
+    expect(during.every((d) => d.degraded === 'memory')).toBe(true);
+
+    await sleep(1000);
+    await untilShared(limiter);
+    await sleep(200);
+    // The two made before the pause, and nothing from the decisions sent during it.
+    expect(await victimCount()).toBe(2);
+  });
+});
