@@ -1,0 +1,42 @@
+// A Nest 12 application in ESM, importing the packed package, with its limits shared through
+// Redis by a node-redis client (REDIS_URL). The sample's routes, decorators applied by hand.
+import 'reflect-metadata';
+import { Controller, Get, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { RateLimit, RateLimitModule, SkipRateLimit } from 'nest-rate-limit';
+import { createClient } from 'redis';
+
+function decorateMethod(cls, name, ...decorators) {
+  const descriptor = Object.getOwnPropertyDescriptor(cls.prototype, name);
+  for (const decorate of decorators.reverse()) decorate(cls.prototype, name, descriptor);
+}
+
+class HelloController {
+  sayHi() {
+    return { message: 'Hi!' };
+  }
+}
+decorateMethod(HelloController, 'sayHi', RateLimit({ period: 30, threshold: 2 }), Get('sayHi'));
+Controller('hello')(HelloController);
+
+class ItemsController {
+  health() {
+    return { status: 'ok' };
+  }
+}
+decorateMethod(ItemsController, 'health', SkipRateLimit(), Get('health'));
+Controller('items')(ItemsController);
+
+const redis = createClient({ url: process.env.REDIS_URL });
+redis.on('error', (error) => console.error('redis:', error.message));
+await redis.connect();
+
+class AppModule {}
+Module({
+  imports: [RateLimitModule.forRoot({ redis, keyPrefix: `smoke-${process.pid}` })],
+  controllers: [HelloController, ItemsController],
+})(AppModule);
+
+const app = await NestFactory.create(AppModule, { logger: ['error', 'warn', 'log'] });
+await app.listen(Number(process.env.PORT), '127.0.0.1');
+console.log(`listening on ${process.env.PORT}, Node ${process.version}`);
