@@ -24,8 +24,19 @@ export type DecisionHook = (context: ExecutionContext, decision: RateLimitDecisi
 /** Options for `RateLimitModule.forRoot()` and the factories of `forRootAsync()`. */
 export interface RateLimitModuleOptions {
   /**
-   * Where shared state lives. A client you pass stays open on shutdown; a client the module
-   * creates from options or a URL is closed. Omit both `redis` and `store` for the in-memory store.
+   * Where shared state lives: an ioredis or node-redis client, ioredis options, or a URL (which
+   * creates an ioredis client). A client you pass stays open on shutdown; a client the module
+   * creates is closed. Omit both `redis` and `store` for the in-memory store.
+   *
+   * @example
+   * ```ts
+   * RateLimitModule.forRoot({ redis: process.env.REDIS_URL });
+   * RateLimitModule.forRoot({ redis: new Cluster([{ host: 'redis-1', port: 6379 }]) });
+   * // node-redis: connect it first
+   * RateLimitModule.forRootAsync({
+   *   useFactory: async () => ({ redis: await createClient({ url: process.env.REDIS_URL }).connect() }),
+   * });
+   * ```
    */
   redis?: RedisConnection;
   /** A custom store instead of `redis`. */

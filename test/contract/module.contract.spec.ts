@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import {
   type CanActivate,
   Controller,
@@ -6,14 +6,17 @@ import {
   Get,
   type INestApplication,
   Injectable,
+  Logger,
   Module,
   UseGuards,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import request from 'supertest';
 import {
   MemoryStore,
+  type NodeRedisClient,
   RateLimit,
   RateLimitGuard,
   RateLimitModule,
@@ -261,6 +264,59 @@ describe('Redis: several app instances', () => {
     expect(await created.ping()).toBe('PONG');
     await owned.close();
     expect(created.status).toBe('end');
+  });
+
+  it('one instance on ioredis and one on node-redis share one limit', async () => {
+    const keyPrefix = uniquePrefix();
+    const [one, two] = await Promise.all([
+      createApp({ redis: await redis().connect('ioredis'), keyPrefix }),
+      createApp({ redis: await redis().connect('node-redis'), keyPrefix }),
+    ]);
+    apps.push(one, two);
+    const user = uniqueUser();
+    const codes = [];
+    for (const app of [two, one, two, one]) {
+      codes.push(
+        (await request(app.getHttpServer()).get('/hello/sayHi').set(USER_HEADER, user)).status,
+      );
+    }
+    expect(codes).toEqual([200, 200, 429, 429]);
+  });
+
+  it('leaves a node-redis client it was given open', async () => {
+    const given = (await redis().connect('node-redis')) as NodeRedisClient & {
+      ping(): Promise<string>;
+    };
+    const app = await createApp({ redis: given, keyPrefix: uniquePrefix() });
+    const store = primaryOf(app.get(RateLimitStore)) as RedisStore;
+    expect(store.library).toBe('node-redis');
+    const res = await request(app.getHttpServer())
+      .get('/hello/sayHi')
+      .set(USER_HEADER, uniqueUser());
+    expect(res.headers['ratelimit']).toBe('"2-per-30s";r=1;t=30');
+    await app.close();
+    expect(await given.ping()).toBe('PONG');
+  });
+
+  it('warns about a node-redis client that was never connected, and answers from the fallback', async () => {
+    const warnings: string[] = [];
+    const unopened = createClient({ url: redis().url });
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
+      warnings.push(String(message));
+    });
+    try {
+      const app = await createApp({ redis: unopened, keyPrefix: uniquePrefix() });
+      apps.push(app);
+      const decision = await app
+        .get(RateLimitService)
+        .consume('unopened', { period: 60, threshold: 1 });
+      expect(decision).toMatchObject({ allowed: true, degraded: 'memory' });
+    } finally {
+      warn.mockRestore();
+    }
+    expect(warnings[0]).toMatch(
+      /node-redis client passed as redis is not connected; call its connect\(\)/,
+    );
   });
 
   it('uses ioredis options to create a client', async () => {

@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
+import { RateLimitStore, type RedisClient, RedisStore } from '../../lib/index.js';
 import { AppModule } from '../../sample/app.module.js';
+import { closeClient } from '../support/clients.js';
+import { primaryOf, useRedis } from '../support/stores.js';
 
 describe('the sample app', () => {
   let app: INestApplication;
@@ -52,5 +55,47 @@ describe('the sample app', () => {
     expect(count('ItemsController.findOne', 'allowed')).toBe('10');
     expect(count('ItemsController.findOne', 'limited')).toBe('1');
     expect(res.text).not.toMatch(/MetricsController/);
+  });
+});
+
+describe.each([
+  ['ioredis', undefined],
+  ['node-redis', 'node-redis'],
+])('the sample app on Redis through %s', (library, clientVariable) => {
+  const redis = useRedis('redis');
+  const saved = { url: process.env.REDIS_URL, client: process.env.REDIS_CLIENT };
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    process.env.REDIS_URL = redis().url;
+    if (clientVariable === undefined) delete process.env.REDIS_CLIENT;
+    else process.env.REDIS_CLIENT = clientVariable;
+    const ref = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    app = ref.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    const store = primaryOf(app.get(RateLimitStore)) as RedisStore;
+    await app.close();
+    // The sample hands its node-redis client over; the module leaves a client it was given open.
+    await closeClient(store.client as RedisClient);
+    for (const [name, value] of [
+      ['REDIS_URL', saved.url],
+      ['REDIS_CLIENT', saved.client],
+    ] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+
+  it('shares its limits through Redis', async () => {
+    const store = primaryOf(app.get(RateLimitStore));
+    expect(store).toBeInstanceOf(RedisStore);
+    expect((store as RedisStore).library).toBe(library);
+    const server = app.getHttpServer();
+    const codes = [];
+    for (let i = 0; i < 3; i++) codes.push((await request(server).get('/hello/sayHi')).status);
+    expect(codes).toEqual([200, 200, 429]);
+    expect(await redis().client().keys('rate-limit:{GET /hello/sayHi|*')).toHaveLength(1);
   });
 });
