@@ -11,8 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { RateLimitModule, type RateLimitPolicy, RateLimitService } from '../../lib/index.js';
+import { createSentinel } from 'redis';
+import {
+  RateLimitModule,
+  type RateLimitPolicy,
+  RateLimitService,
+  type RedisConnection,
+} from '../../lib/index.js';
 import { uniquePrefix, uniqueUser } from '../contract/fixtures/app.js';
+import { type ClientKind, CLIENT_KINDS } from '../support/clients.js';
 import { freePort, spawnRedisServer, stopProcess } from '../support/redis-process.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -46,7 +53,26 @@ async function spawnNode(extraArgs: string[], sentinelOf?: number): Promise<Node
   return { port, proc, dir };
 }
 
-describe('failover under Redis Sentinel', () => {
+// node-redis sentinel clients the tests opened; a client the module was given stays open.
+const opened: Array<{ destroy(): unknown }> = [];
+
+/** ioredis from Sentinel options the module turns into a client, or a node-redis sentinel client. */
+async function connectThroughSentinel(
+  kind: ClientKind,
+  sentinelPort: number,
+): Promise<RedisConnection> {
+  if (kind === 'ioredis')
+    return { sentinels: [{ host: HOST, port: sentinelPort }], name: 'mymaster' };
+  const client = createSentinel({
+    name: 'mymaster',
+    sentinelRootNodes: [{ host: HOST, port: sentinelPort }],
+    nodeClientOptions: { socket: { connectTimeout: 1000 } },
+  });
+  client.on('error', () => {});
+  opened.push(client);
+  return (await client.connect()) as unknown as RedisConnection;
+}
+describe.each(CLIENT_KINDS)('failover under Redis Sentinel through %s', (kind) => {
   const nodes: Node[] = [];
   const admins: Redis[] = [];
   let app: INestApplication | undefined;
@@ -70,6 +96,7 @@ describe('failover under Redis Sentinel', () => {
   });
   afterAll(async () => {
     await app?.close();
+    for (const client of opened.splice(0)) await client.destroy();
     for (const client of admins) client.disconnect();
     for (const node of nodes) {
       await stopProcess(node.proc);
@@ -82,7 +109,7 @@ describe('failover under Redis Sentinel', () => {
     const ref = await Test.createTestingModule({
       imports: [
         RateLimitModule.forRoot({
-          redis: { sentinels: [{ host: HOST, port: sentinel.port }], name: 'mymaster' },
+          redis: await connectThroughSentinel(kind, sentinel.port),
           keyPrefix: uniquePrefix(),
           timeout: TIMEOUT_MS,
         }),
@@ -127,7 +154,7 @@ describe('failover under Redis Sentinel', () => {
       return true;
     });
     process.stdout.write(
-      `\nSentinel failover: replica promoted ${promotedMs.toFixed(0)} ms after SIGKILL, ` +
+      `\nSentinel failover through ${kind}: replica promoted ${promotedMs.toFixed(0)} ms after SIGKILL, ` +
         `shared limiting back after ${sharedAgainMs.toFixed(0)} ms; ${latencies.length} decisions ` +
         `meanwhile, slowest ${Math.max(...latencies).toFixed(1)} ms\n`,
     );
