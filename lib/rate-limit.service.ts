@@ -9,11 +9,19 @@ import {
   type RateLimitPolicy,
   type ResolvedPolicy,
 } from './rate-limit.policy.js';
-import { type RateLimitDecision, RateLimitStore } from './stores/store.interface.js';
+import {
+  operationOf,
+  type RateLimitDecision,
+  RateLimitStore,
+  type StoreOperation,
+} from './stores/store.interface.js';
 
-/** Options of one `consume()` call. */
+/** Options of one `consume()`, `peek()` or `refund()` call. */
 export interface ConsumeOptions {
-  /** How many requests this call counts as, for every policy. Default: each policy's `cost`, else 1. */
+  /**
+   * How many requests this call counts as (or gives back), for every policy. Default: each
+   * policy's `cost`, else 1.
+   */
   cost?: number;
 }
 
@@ -57,16 +65,82 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
     options?: ConsumeOptions,
   ): Promise<RateLimitDecision> {
+    return this.run('consume', key, policy, options);
+  }
+
+  /**
+   * The decision `consume` would return now, recording nothing: `remaining` is what would be
+   * left after such a call.
+   *
+   * @example
+   * ```ts
+   * const { allowed, retryAfterMs } = await rateLimit.peek(`export:${userId}`, EXPORTS);
+   * if (!allowed) return { status: 'busy', retryInMs: retryAfterMs };
+   * ```
+   */
+  peek(
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
+    options?: ConsumeOptions,
+  ): Promise<RateLimitDecision> {
+    return this.run('peek', key, policy, options);
+  }
+
+  /**
+   * Gives `cost` (default: each policy's cost, else 1) back to every policy, never past a full
+   * quota, and answers with what is left: `remaining` is each policy's quota now. The sliding log forgets its most recent
+   * requests; the windows take it off the current window; the token bucket gets tokens back;
+   * GCRA moves its arrival time back, never before now. A local block of the key ends at once on
+   * this instance, and within a second on the others.
+   *
+   * @example
+   * ```ts
+   * const decision = await rateLimit.consume(`sms:${phone}`, SMS);
+   * if (decision.allowed && !(await sms.send(phone, text))) {
+   *   await rateLimit.refund(`sms:${phone}`, SMS); // a message that never left costs nothing
+   * }
+   * ```
+   */
+  refund(
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
+    options?: ConsumeOptions,
+  ): Promise<RateLimitDecision> {
+    return this.run('refund', key, policy, options);
+  }
+
+  /**
+   * Forgets everything `key` has used under each policy: the full quota is back, on every
+   * instance (a local block ends at once here, within a second elsewhere). Answers with the
+   * full quota.
+   *
+   * @example
+   * ```ts
+   * await rateLimit.reset(`login:${username}`, LOGIN_ATTEMPTS); // after a successful login
+   * ```
+   */
+  reset(
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
+  ): Promise<RateLimitDecision> {
+    return this.run('reset', key, policy, undefined);
+  }
+
+  private run(
+    op: StoreOperation,
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[],
+    options: ConsumeOptions | undefined,
+  ): Promise<RateLimitDecision> {
+    const where = `RateLimitService.${op}`;
     if (typeof key !== 'string' || key === '')
-      throw configError(WHERE, 'key', key, 'a non-empty string');
+      throw configError(where, 'key', key, 'a non-empty string');
     const { policies, costs } = this.compile(policy);
-    const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', WHERE);
+    const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
     const keys = policies.map((p, i) => this.keys.forKey(key, p, i));
-    return this.store.consume(
-      keys,
-      policies,
-      cost === undefined ? costs : policies.map(() => cost),
-    );
+    const all = cost === undefined ? costs : policies.map(() => cost);
+    if (op === 'consume') return this.store.consume(keys, policies, all);
+    return operationOf(this.store, op).call(this.store, keys, policies, all);
   }
 
   private compile(policy: RateLimitPolicy | readonly RateLimitPolicy[]): Compiled {

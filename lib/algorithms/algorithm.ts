@@ -33,11 +33,14 @@ export interface Outcome {
   resetAfterMs: number;
 }
 
-/** What commit leaves behind: the new state and when it stops mattering (the key's TTL). */
-export interface Committed<S> extends Outcome {
+/** A state to store and when it stops mattering (the key's TTL). */
+export interface Stored<S> {
   state: S;
   expiresAtUs: number;
 }
+
+/** What commit leaves behind: the new state, its expiry, and the outcome. */
+export interface Committed<S> extends Outcome, Stored<S> {}
 
 /**
  * The in-process twin of one Lua algorithm. Each method mirrors the Lua function of the same
@@ -50,6 +53,13 @@ export interface AlgorithmTwin<S, W> {
   commit(state: S | undefined, nowUs: number, p: Params, work: W): Committed<S>;
   /** Remaining and reset without consuming; used when another policy rejected the request. */
   status(state: S | undefined, nowUs: number, p: Params, work: W): Outcome;
+  /** Remaining and reset as `commit` would return them, writing nothing (a peek). */
+  after(nowUs: number, p: Params, work: W): Outcome;
+  /**
+   * Gives `p.cost` back, never past a full quota. Returns what to store, or undefined when the
+   * key is as good as absent (deleted, as Lua does). `state` may be changed in place.
+   */
+  refund(state: S | undefined, nowUs: number, p: Params): Stored<S> | undefined;
 }
 
 /** Microseconds to whole milliseconds, rounded up: a client told to wait never waits too little. */

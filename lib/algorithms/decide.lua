@@ -6,7 +6,10 @@
 -- ARGV[2]  ms added to every TTL: 0 in production; tests that simulate time pad TTLs so real
 --          expiry cannot race the simulated clock
 -- ARGV[3]  the last moment (Redis TIME, µs) the caller still waits for this answer; empty for none
--- ARGV[4..] five per policy: algorithm id, period (µs), limit, burst, cost
+-- ARGV[4]  what to do: c consume; p peek (answer as consume would, record nothing); r refund
+--          (give `cost` back to every policy); x reset (forget the keys). A refund or reset
+--          answers with what is left afterwards: allowed, and each policy's remaining quota.
+-- ARGV[5..] five per policy: algorithm id, period (µs), limit, burst, cost
 --
 -- Reply: { allowed, then four per policy: allowed, remaining, retry_after_ms (-1: never),
 --          reset_after_ms, then now (µs) }; { -1, now } when it came too late and did nothing.
@@ -24,9 +27,10 @@ if not now then
   end
 end
 local slack = tonumber(ARGV[2])
+local op = ARGV[4]
 
 local function policy(i)
-  local a = 3 + (i - 1) * 5
+  local a = 4 + (i - 1) * 5
   return {
     algorithm = ALGORITHMS[ARGV[a + 1]],
     period = tonumber(ARGV[a + 2]),
@@ -36,8 +40,8 @@ local function policy(i)
   }
 end
 
--- One policy, the usual case: the same steps without the tables that gather several.
-if #KEYS == 1 then
+-- One policy consumed, the usual case: the same steps without the tables that gather several.
+if #KEYS == 1 and op == 'c' then
   local p = policy(1)
   local allowed, retry, w1, w2 = p.algorithm.check(KEYS[1], now, p)
   local remaining, reset
@@ -50,10 +54,22 @@ if #KEYS == 1 then
 end
 
 local policies, checks = {}, {}
+for i = 1, #KEYS do
+  policies[i] = policy(i)
+  if op == 'x' then
+    redis.call('DEL', KEYS[i])
+  elseif op == 'r' then
+    policies[i].algorithm.refund(KEYS[i], now, policies[i], slack)
+  end
+  -- What is left afterwards is what a request of no cost would see.
+  if op == 'x' or op == 'r' then
+    policies[i].cost = 0
+  end
+end
+
 local allowed = 1
 for i = 1, #KEYS do
-  local p = policy(i)
-  policies[i] = p
+  local p = policies[i]
   checks[i] = { p.algorithm.check(KEYS[i], now, p) }
   if checks[i][1] == 0 then
     allowed = 0
@@ -64,10 +80,12 @@ local reply = { allowed }
 for i = 1, #KEYS do
   local p, c = policies[i], checks[i]
   local remaining, reset
-  if allowed == 1 then
+  if allowed == 0 or op == 'r' or op == 'x' then
+    remaining, reset = p.algorithm.status(KEYS[i], now, p, c[3], c[4])
+  elseif op == 'c' then
     remaining, reset = p.algorithm.commit(KEYS[i], now, p, slack, c[3], c[4])
   else
-    remaining, reset = p.algorithm.status(KEYS[i], now, p, c[3], c[4])
+    remaining, reset = p.algorithm.after(now, p, c[3], c[4])
   end
   reply[#reply + 1] = c[1]
   reply[#reply + 1] = remaining

@@ -34,10 +34,26 @@ function ALGORITHMS.fw.check(key, now, p)
   return 0, ms(start + p.period - now), count, window
 end
 
+function ALGORITHMS.fw.after(now, p, count)
+  return p.limit - count - p.cost, ms(p.period - math.fmod(now, p.period))
+end
+
 function ALGORITHMS.fw.commit(key, now, p, slack, count, window)
-  local reset = ms(p.period - math.fmod(now, p.period))
+  local remaining, reset = ALGORITHMS.fw.after(now, p, count)
   redis.call('SET', key, window * FW_COUNTS + count + p.cost, 'PX', reset + slack)
-  return p.limit - count - p.cost, reset
+  return remaining, reset
+end
+
+-- Gives `cost` back to the current window; a window emptied this way is forgotten.
+function ALGORITHMS.fw.refund(key, now, p, slack)
+  local _, window, count = fw_read(key, now, p)
+  local left = math.max(count - p.cost, 0)
+  if left == 0 then
+    redis.call('DEL', key)
+  else
+    local reset = ms(p.period - math.fmod(now, p.period))
+    redis.call('SET', key, window * FW_COUNTS + left, 'PX', reset + slack)
+  end
 end
 
 function ALGORITHMS.fw.status(key, now, p, count)

@@ -22,13 +22,25 @@ export const fixedWindow: AlgorithmTwin<WindowCount, Work> = {
     return { allowed: false, retryAfterMs: ms(start + p.periodUs - now), work: { count, start } };
   },
 
-  commit(_state, now, p, { count, start }) {
+  after(now, p, { count, start }) {
+    return { remaining: p.limit - count - p.cost, resetAfterMs: ms(start + p.periodUs - now) };
+  },
+
+  commit(_state, now, p, work) {
+    const outcome = fixedWindow.after(now, p, work);
     return {
-      state: { start, count: count + p.cost },
-      expiresAtUs: now + ms(start + p.periodUs - now) * 1000,
-      remaining: p.limit - count - p.cost,
-      resetAfterMs: ms(start + p.periodUs - now),
+      state: { start: work.start, count: work.count + p.cost },
+      expiresAtUs: now + outcome.resetAfterMs * 1000,
+      ...outcome,
     };
+  },
+
+  refund(state, now, p) {
+    const { work } = fixedWindow.check(state, now, { ...p, cost: 0 });
+    const left = Math.max(work.count - p.cost, 0);
+    if (left === 0) return undefined;
+    const resetAfterMs = ms(work.start + p.periodUs - now);
+    return { state: { start: work.start, count: left }, expiresAtUs: now + resetAfterMs * 1000 };
   },
 
   status(_state, now, p, { count, start }) {

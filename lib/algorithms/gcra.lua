@@ -23,11 +23,27 @@ function ALGORITHMS.gcra.check(key, now, p)
   return 0, ms(level - p.burst * interval), tat
 end
 
-function ALGORITHMS.gcra.commit(key, now, p, slack, tat)
+function ALGORITHMS.gcra.after(now, p, tat)
   local interval = gcra_interval(p)
   local new_tat = tat + p.cost * interval
-  redis.call('SET', key, new_tat, 'PX', ms(new_tat - now) + slack)
   return math.floor((p.burst * interval - (new_tat - now)) / interval), ms(new_tat - now)
+end
+
+function ALGORITHMS.gcra.commit(key, now, p, slack, tat)
+  local new_tat = tat + p.cost * gcra_interval(p)
+  redis.call('SET', key, new_tat, 'PX', ms(new_tat - now) + slack)
+  return ALGORITHMS.gcra.after(now, p, tat)
+end
+
+-- Moves the arrival time back by `cost` intervals, never before now: an empty bucket stays empty.
+function ALGORITHMS.gcra.refund(key, now, p, slack)
+  local tat = math.max(tonumber(redis.call('GET', key)) or now, now)
+  local new_tat = math.max(tat - p.cost * gcra_interval(p), now)
+  if new_tat <= now then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, new_tat, 'PX', ms(new_tat - now) + slack)
+  end
 end
 
 function ALGORITHMS.gcra.status(key, now, p, tat)

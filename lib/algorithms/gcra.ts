@@ -12,15 +12,28 @@ export const gcra: AlgorithmTwin<number, number> = {
     return { allowed: false, retryAfterMs: ms(level - p.burst * interval(p)), work: tat };
   },
 
-  commit(_stored, now, p, tat) {
+  after(now, p, tat) {
     const newTat = tat + p.cost * interval(p);
-    const resetAfterMs = ms(newTat - now);
     return {
-      state: newTat,
-      expiresAtUs: now + resetAfterMs * 1000,
       remaining: Math.floor((p.burst * interval(p) - (newTat - now)) / interval(p)),
-      resetAfterMs,
+      resetAfterMs: ms(newTat - now),
     };
+  },
+
+  commit(_stored, now, p, tat) {
+    const outcome = gcra.after(now, p, tat);
+    return {
+      state: tat + p.cost * interval(p),
+      expiresAtUs: now + outcome.resetAfterMs * 1000,
+      ...outcome,
+    };
+  },
+
+  refund(stored, now, p) {
+    const tat = Math.max(stored ?? now, now);
+    const newTat = Math.max(tat - p.cost * interval(p), now);
+    if (newTat <= now) return undefined;
+    return { state: newTat, expiresAtUs: now + ms(newTat - now) * 1000 };
   },
 
   status(_stored, now, p, tat) {

@@ -41,13 +41,33 @@ function ALGORITHMS.swc.check(key, now, p)
   return 0, math.max(1, ms(retry_at - now)), current, previous
 end
 
-function ALGORITHMS.swc.commit(key, now, p, slack, current, previous)
+function ALGORITHMS.swc.after(now, p, current, previous)
   local start = now - math.fmod(now, p.period)
   local weighted = swc_weighted(now, p, start, previous)
-  redis.call('HSET', key, 'w', start, 'c', current + p.cost, 'p', previous)
+  return math.floor(p.limit - weighted - current - p.cost), ms(start + 2 * p.period - now)
+end
+
+local function swc_write(key, now, p, slack, current, previous)
+  local start = now - math.fmod(now, p.period)
+  redis.call('HSET', key, 'w', start, 'c', current, 'p', previous)
   -- This window's count matters until the end of the next one, where it is the previous.
   redis.call('PEXPIRE', key, ms(start + 2 * p.period - now) + slack)
-  return math.floor(p.limit - weighted - current - p.cost), ms(start + 2 * p.period - now)
+end
+
+function ALGORITHMS.swc.commit(key, now, p, slack, current, previous)
+  swc_write(key, now, p, slack, current + p.cost, previous)
+  return ALGORITHMS.swc.after(now, p, current, previous)
+end
+
+-- Gives `cost` back to the current window, never below zero.
+function ALGORITHMS.swc.refund(key, now, p, slack)
+  local _, current, previous = swc_read(key, now, p)
+  local left = math.max(current - p.cost, 0)
+  if left == 0 and previous == 0 then
+    redis.call('DEL', key)
+  else
+    swc_write(key, now, p, slack, left, previous)
+  end
 end
 
 function ALGORITHMS.swc.status(key, now, p, current, previous)

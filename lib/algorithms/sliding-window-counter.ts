@@ -22,6 +22,13 @@ function read(state: TwoWindows | undefined, now: number, p: Params) {
 const weightedPrevious = (now: number, p: Params, start: number, previous: number) =>
   (previous * (p.periodUs - (now - start))) / p.periodUs;
 
+/** The hash as `swc_write` leaves it, kept until the end of the next window. */
+function stored(now: number, p: Params, current: number, previous: number) {
+  const start = now - (now % p.periodUs);
+  const state: TwoWindows = { w: start, c: current, p: previous };
+  return { state, expiresAtUs: now + ms(start + 2 * p.periodUs - now) * 1000 };
+}
+
 /** Twin of `sliding-window-counter.lua`: the same float expressions in the same order. */
 export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
   check(state, now, p) {
@@ -39,16 +46,27 @@ export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
     return { allowed: false, retryAfterMs: Math.max(1, ms(retryAt - now)), work };
   },
 
-  commit(_state, now, p, { current, previous }) {
+  after(now, p, { current, previous }) {
     const start = now - (now % p.periodUs);
     const weighted = weightedPrevious(now, p, start, previous);
-    const resetAfterMs = ms(start + 2 * p.periodUs - now);
     return {
-      state: { w: start, c: current + p.cost, p: previous },
-      expiresAtUs: now + resetAfterMs * 1000,
       remaining: Math.floor(p.limit - weighted - current - p.cost),
-      resetAfterMs,
+      resetAfterMs: ms(start + 2 * p.periodUs - now),
     };
+  },
+
+  commit(_state, now, p, work) {
+    return {
+      ...stored(now, p, work.current + p.cost, work.previous),
+      ...slidingWindowCounter.after(now, p, work),
+    };
+  },
+
+  refund(state, now, p) {
+    const { current, previous } = read(state, now, p);
+    const left = Math.max(current - p.cost, 0);
+    if (left === 0 && previous === 0) return undefined;
+    return stored(now, p, left, previous);
   },
 
   status(_state, now, p, { current, previous }) {

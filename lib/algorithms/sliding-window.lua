@@ -21,6 +21,10 @@ function ALGORITHMS.sw.check(key, now, p)
   return 0, ms(tonumber(blocker[2]) + p.period - now), count
 end
 
+function ALGORITHMS.sw.after(_, p, count)
+  return p.limit - count - p.cost, ms(p.period)
+end
+
 function ALGORITHMS.sw.commit(key, now, p, slack, count)
   -- ZADD NX refuses a member that exists; step past it so two requests never share one.
   local member = now
@@ -32,7 +36,13 @@ function ALGORITHMS.sw.commit(key, now, p, slack, count)
   end
   -- The newest entry leaves the window after exactly one period, and so does the key.
   redis.call('PEXPIRE', key, ms(p.period) + slack)
-  return p.limit - count - p.cost, ms(p.period)
+  return ALGORITHMS.sw.after(now, p, count)
+end
+
+-- Forgets the `cost` most recent requests. The key's TTL still covers what is left.
+function ALGORITHMS.sw.refund(key, now, p)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - p.period)
+  redis.call('ZPOPMAX', key, p.cost)
 end
 
 function ALGORITHMS.sw.status(key, now, p, count)

@@ -22,6 +22,11 @@ export class ArrivalLog {
     this.head = head;
   }
 
+  /** Drops the `count` latest arrivals, like ZPOPMAX key count. */
+  popNewest(count: number): void {
+    this.times.length = Math.max(this.head, this.times.length - count);
+  }
+
   /** Keeps the order even if a test clock steps backwards, as a sorted set would. */
   insert(t: number): void {
     const times = this.times;
@@ -43,15 +48,27 @@ export const slidingWindow: AlgorithmTwin<ArrivalLog, number> = {
     return { allowed: false, retryAfterMs: ms(blocker + p.periodUs - now), work: count };
   },
 
+  after(_now, p, count) {
+    return { remaining: p.limit - count - p.cost, resetAfterMs: ms(p.periodUs) };
+  },
+
   commit(log, now, p, count) {
     const state = log ?? new ArrivalLog();
     for (let i = 0; i < p.cost; i++) state.insert(now);
     return {
       state,
       expiresAtUs: now + ms(p.periodUs) * 1000,
-      remaining: p.limit - count - p.cost,
-      resetAfterMs: ms(p.periodUs),
+      ...slidingWindow.after(now, p, count),
     };
+  },
+
+  refund(log, now, p) {
+    if (log === undefined) return undefined;
+    log.trim(now - p.periodUs);
+    log.popNewest(p.cost);
+    if (log.size === 0) return undefined;
+    // Like Lua, which leaves the key's TTL alone: it still covers the newest entry left.
+    return { state: log, expiresAtUs: log.times[log.times.length - 1] + ms(p.periodUs) * 1000 };
   },
 
   status(log, now, p, count) {

@@ -11,13 +11,24 @@ local function tb_refill_ms(tokens, p)
   return ms((p.burst - tokens) * p.period / p.limit)
 end
 
-function ALGORITHMS.tb.check(key, now, p)
+-- Tokens in the bucket now: what was left plus the refill since, up to full.
+local function tb_tokens(key, now, p)
   local stored = redis.call('HMGET', key, 't', 'at')
   local tokens, at = p.burst, tonumber(stored[2])
   local left = tonumber(stored[1])
   if left and now < at + tb_refill_ms(left, p) * 1000 then
     tokens = math.min(p.burst, left + math.max(now - at, 0) * p.limit / p.period)
   end
+  return tokens
+end
+
+local function tb_write(key, now, p, slack, tokens)
+  redis.call('HSET', key, 't', tokens, 'at', now)
+  redis.call('PEXPIRE', key, tb_refill_ms(tokens, p) + slack)
+end
+
+function ALGORITHMS.tb.check(key, now, p)
+  local tokens = tb_tokens(key, now, p)
   if p.cost > p.burst then
     return 0, -1, tokens
   end
@@ -27,11 +38,24 @@ function ALGORITHMS.tb.check(key, now, p)
   return 0, ms((p.cost - tokens) * p.period / p.limit), tokens
 end
 
-function ALGORITHMS.tb.commit(key, now, p, slack, tokens)
+function ALGORITHMS.tb.after(_, p, tokens)
   local left = tokens - p.cost
-  redis.call('HSET', key, 't', left, 'at', now)
-  redis.call('PEXPIRE', key, tb_refill_ms(left, p) + slack)
   return math.floor(left), tb_refill_ms(left, p)
+end
+
+function ALGORITHMS.tb.commit(key, now, p, slack, tokens)
+  tb_write(key, now, p, slack, tokens - p.cost)
+  return ALGORITHMS.tb.after(now, p, tokens)
+end
+
+-- Puts `cost` tokens back, up to a full bucket, which is the same as no key at all.
+function ALGORITHMS.tb.refund(key, now, p, slack)
+  local tokens = math.min(p.burst, tb_tokens(key, now, p) + p.cost)
+  if tokens >= p.burst then
+    redis.call('DEL', key)
+  else
+    tb_write(key, now, p, slack, tokens)
+  end
 end
 
 function ALGORITHMS.tb.status(key, now, p, tokens)

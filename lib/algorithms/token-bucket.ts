@@ -8,13 +8,16 @@ export interface Bucket {
 
 const refillMs = (tokens: number, p: Params) => ms(((p.burst - tokens) * p.periodUs) / p.limit);
 
+/** Tokens in the bucket now, like `tb_tokens`: what was left plus the refill since, up to full. */
+function tokensAt(state: Bucket | undefined, now: number, p: Params): number {
+  if (state === undefined || now >= state.at + refillMs(state.t, p) * 1000) return p.burst;
+  return Math.min(p.burst, state.t + (Math.max(now - state.at, 0) * p.limit) / p.periodUs);
+}
+
 /** Twin of `token-bucket.lua`: the same float expressions in the same order. */
 export const tokenBucket: AlgorithmTwin<Bucket, number> = {
   check(state, now, p) {
-    let tokens = p.burst;
-    if (state !== undefined && now < state.at + refillMs(state.t, p) * 1000) {
-      tokens = Math.min(p.burst, state.t + (Math.max(now - state.at, 0) * p.limit) / p.periodUs);
-    }
+    const tokens = tokensAt(state, now, p);
     if (p.cost > p.burst) return { allowed: false, retryAfterMs: -1, work: tokens };
     if (tokens >= p.cost) return { allowed: true, retryAfterMs: 0, work: tokens };
     return {
@@ -24,15 +27,24 @@ export const tokenBucket: AlgorithmTwin<Bucket, number> = {
     };
   },
 
+  after(_now, p, tokens) {
+    const left = tokens - p.cost;
+    return { remaining: Math.floor(left), resetAfterMs: refillMs(left, p) };
+  },
+
   commit(_state, now, p, tokens) {
     const left = tokens - p.cost;
-    const resetAfterMs = refillMs(left, p);
     return {
       state: { t: left, at: now },
-      expiresAtUs: now + resetAfterMs * 1000,
-      remaining: Math.floor(left),
-      resetAfterMs,
+      expiresAtUs: now + refillMs(left, p) * 1000,
+      ...tokenBucket.after(now, p, tokens),
     };
+  },
+
+  refund(state, now, p) {
+    const tokens = Math.min(p.burst, tokensAt(state, now, p) + p.cost);
+    if (tokens >= p.burst) return undefined;
+    return { state: { t: tokens, at: now }, expiresAtUs: now + refillMs(tokens, p) * 1000 };
   },
 
   status(_state, _now, p, tokens) {

@@ -1,6 +1,11 @@
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
 import { monotonicClock } from './clock.js';
-import { type Clock, type RateLimitDecision, type RateLimitStore } from './store.interface.js';
+import {
+  type Clock,
+  operationOf,
+  type RateLimitDecision,
+  type RateLimitStore,
+} from './store.interface.js';
 
 interface Block {
   /** Local time (ms) until which the same request is certainly rejected. */
@@ -38,6 +43,11 @@ export interface BlockCacheOptions {
 
 /** Most keys tracked at once; past it the oldest are forgotten (they only cost calls). */
 export const DEFAULT_BLOCK_CACHE_SIZE = 10_000;
+/**
+ * Longest a block is answered locally before the store is asked again. Another instance may
+ * refund or reset the key meanwhile; this bounds how long this one can miss that.
+ */
+export const MAX_LOCAL_BLOCK_MS = 1000;
 
 /**
  * Answers a rejected key locally until its retry time, so a flood from one client costs Redis
@@ -101,9 +111,49 @@ export class BlockCacheStore implements RateLimitStore {
     return this.hot.size;
   }
 
+  peek(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return operationOf(this.inner, 'peek').call(this.inner, keys, policies, costs);
+  }
+
+  /** Gives quota back in the store, and forgets any local block of the key at once. */
+  refund(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    this.unblock(keys);
+    return operationOf(this.inner, 'refund').call(this.inner, keys, policies, costs);
+  }
+
+  /** Forgets the keys in the store and any local block of them at once. */
+  reset(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    this.unblock(keys);
+    return operationOf(this.inner, 'reset').call(this.inner, keys, policies, costs);
+  }
+
   close(): Promise<void> {
     this.hot.clear();
     return this.inner.close?.() ?? Promise.resolve();
+  }
+
+  /**
+   * Drops the local block of a key set, and of each key alone (a route's keys are blocked as a
+   * set, a service key may be blocked alone): the next request asks the store.
+   */
+  private unblock(keys: readonly string[]): void {
+    const ids = keys.length === 1 ? keys : [keys.join('\n'), ...keys];
+    for (const id of ids) {
+      const hot = this.hot.get(id);
+      if (hot !== undefined) this.forget(id, hot, false);
+    }
   }
 
   private async ask(
@@ -149,7 +199,8 @@ export class BlockCacheStore implements RateLimitStore {
   private rejected(id: string, hot: HotKey | undefined, block: Block): void {
     // Only finite waits: a cost that can never fit is answered by the store each time.
     if (Number.isFinite(block.decision.retryAfterMs)) {
-      block.until = block.decidedAt + shortestWait(block.decision) - 1;
+      block.until =
+        block.decidedAt + Math.min(shortestWait(block.decision) - 1, MAX_LOCAL_BLOCK_MS);
       if (block.until > block.decidedAt) {
         const entry = hot ?? this.remember(id);
         // Answers may arrive out of order; keep the block that lasts longer.

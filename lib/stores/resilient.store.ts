@@ -6,6 +6,8 @@ import {
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
+  type StoreOperation,
+  operationOf,
 } from './store.interface.js';
 
 /** Where outage warnings go: the module passes its Nest `Logger`. */
@@ -52,20 +54,54 @@ export class ResilientStore implements RateLimitStore {
     this.policy = typeof options.onStoreError === 'function' ? 'memory' : options.onStoreError;
   }
 
-  async consume(
+  consume(
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
-    if (!this.breaker.allow(performance.now())) return this.degrade(keys, policies, costs);
+    return this.call('consume', keys, policies, costs);
+  }
+
+  peek(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.call('peek', keys, policies, costs);
+  }
+
+  refund(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.call('refund', keys, policies, costs);
+  }
+
+  reset(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.call('reset', keys, policies, costs);
+  }
+
+  private async call(
+    op: StoreOperation,
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    const primary = operationOf(this.primary, op);
+    if (!this.breaker.allow(performance.now())) return this.degrade(keys, policies, costs, op);
     let decision: RateLimitDecision;
     try {
-      decision = await this.deadlines.race(this.primary.consume(keys, policies, costs));
+      decision = await this.deadlines.race(primary.call(this.primary, keys, policies, costs));
     } catch (error) {
       this.breaker.failure(performance.now());
       this.policy = this.choosePolicy(error);
       this.outageBegins(error);
-      return this.degrade(keys, policies, costs);
+      return this.degrade(keys, policies, costs, op);
     }
     this.breaker.success();
     if (this.outageStartedAt !== undefined) this.outageEnds();
@@ -83,16 +119,27 @@ export class ResilientStore implements RateLimitStore {
     if (this.options.ownsPrimary) await this.primary.close?.();
   }
 
-  /** Answers as `onStoreError` says, without the primary store: what a failed call gets. */
+  /**
+   * Answers as `onStoreError` says, without the primary store: what a failed call gets. With
+   * `'memory'`, the fallback does what was asked of the primary (a refund gives back what the
+   * fallback counted meanwhile).
+   */
   async degrade(
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
+    op: StoreOperation = 'consume',
   ): Promise<RateLimitDecision> {
     this.degradedDecisions++;
     const policy = this.policy;
     if (policy === 'memory') {
-      return { ...(await this.options.fallback.consume(keys, policies, costs)), degraded: policy };
+      const decided = await operationOf(this.options.fallback, op).call(
+        this.options.fallback,
+        keys,
+        policies,
+        costs,
+      );
+      return { ...decided, degraded: policy };
     }
     const allowed = policy === 'allow';
     const retryAfterMs = allowed

@@ -68,12 +68,48 @@ export interface RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision>;
+  /**
+   * The decision `consume` would return now (`remaining` is what would be left after it),
+   * recording nothing. Needed by `RateLimitService.peek`.
+   */
+  peek?(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision>;
+  /**
+   * Gives `costs[i]` back to each policy, never past a full quota, and answers with what is left:
+   * allowed, with each policy's remaining quota. Needed by `RateLimitService.refund`.
+   */
+  refund?(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision>;
+  /** Forgets the keys' state; answers as `refund` does. Needed by `RateLimitService.reset`. */
+  reset?(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision>;
   /** Releases what the store holds. Called on application shutdown for stores the module created. */
   close?(): Promise<void>;
 }
+
+/** What a store call does to the keys: the methods of {@link RateLimitStore} that decide. */
+export type StoreOperation = 'consume' | 'peek' | 'refund' | 'reset';
 
 /** Injection token for the active store: `@Inject(RateLimitStore) store: RateLimitStore`. */
 export const RateLimitStore = Symbol('RateLimitStore');
 
 /** Returns the current time in milliseconds (fractions allowed). Tests inject one; see `clock` options. */
 export type Clock = () => number;
+
+/** A store's method for `op`, or an error naming what the store lacks. */
+export function operationOf(store: RateLimitStore, op: StoreOperation) {
+  const method = store[op];
+  if (typeof method !== 'function') {
+    throw new TypeError(`The rate-limit store ${store.constructor.name} has no ${op}() method`);
+  }
+  return method as NonNullable<RateLimitStore['consume']>;
+}

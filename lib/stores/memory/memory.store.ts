@@ -1,4 +1,4 @@
-import { type Params } from '../../algorithms/algorithm.js';
+import { type Outcome, type Params } from '../../algorithms/algorithm.js';
 import { TWINS } from '../../algorithms/index.js';
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { monotonicClock, toMicros } from '../clock.js';
@@ -8,6 +8,7 @@ import {
   type PolicyDecision,
   type RateLimitDecision,
   type RateLimitStore,
+  type StoreOperation,
 } from '../store.interface.js';
 
 export interface MemoryStoreOptions {
@@ -58,16 +59,57 @@ export class MemoryStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
+    return Promise.resolve(this.decide('consume', keys, policies, costs));
+  }
+
+  peek(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return Promise.resolve(this.decide('peek', keys, policies, costs));
+  }
+
+  refund(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return Promise.resolve(this.decide('refund', keys, policies, costs));
+  }
+
+  reset(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return Promise.resolve(this.decide('reset', keys, policies, costs));
+  }
+
+  /** The twin of `decide.lua`, step for step. */
+  private decide(
+    op: StoreOperation,
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): RateLimitDecision {
     const now = toMicros(this.clock());
     const n = keys.length;
-    const states: unknown[] = new Array(n);
     const params: Params[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      params[i] = toParams(policies[i], costs[i]);
+      if (op === 'reset') this.entries.delete(keys[i]);
+      else if (op === 'refund') this.refundOne(keys[i], policies[i], now, params[i]);
+      // What is left afterwards is what a request of no cost would see.
+      if (op === 'reset' || op === 'refund') params[i] = toParams(policies[i], 0);
+    }
+
+    const states: unknown[] = new Array(n);
     const verdicts = new Array(n);
     let allowed = true;
     for (let i = 0; i < n; i++) {
       const entry = this.entries.get(keys[i]);
       states[i] = entry !== undefined && entry.expiresAtUs > now ? entry.state : undefined;
-      params[i] = toParams(policies[i], costs[i]);
       verdicts[i] = TWINS[policies[i].algorithm].check(states[i], now, params[i]);
       if (!verdicts[i].allowed) allowed = false;
     }
@@ -76,23 +118,34 @@ export class MemoryStore implements RateLimitStore {
     for (let i = 0; i < n; i++) {
       const twin = TWINS[policies[i].algorithm];
       const { work, retryAfterMs } = verdicts[i];
-      if (allowed) {
+      let outcome: Outcome;
+      if (!allowed || op === 'refund' || op === 'reset') {
+        outcome = twin.status(states[i], now, params[i], work);
+      } else if (op === 'consume') {
         const done = twin.commit(states[i], now, params[i], work);
         this.write(keys[i], done.state, done.expiresAtUs);
-        answers[i] = policyDecision(policies[i], true, done.remaining, 0, done.resetAfterMs);
+        outcome = done;
       } else {
-        const { remaining, resetAfterMs } = twin.status(states[i], now, params[i], work);
-        answers[i] = policyDecision(
-          policies[i],
-          verdicts[i].allowed,
-          remaining,
-          retryAfterMs,
-          resetAfterMs,
-        );
+        outcome = twin.after(now, params[i], work);
       }
+      answers[i] = policyDecision(
+        policies[i],
+        verdicts[i].allowed,
+        outcome.remaining,
+        allowed ? 0 : retryAfterMs,
+        outcome.resetAfterMs,
+      );
     }
     this.sweepExpired(now, SWEEP_PER_KEY * n);
-    return Promise.resolve(combineDecisions(allowed, answers));
+    return combineDecisions(allowed, answers);
+  }
+
+  private refundOne(key: string, policy: ResolvedPolicy, now: number, p: Params): void {
+    const entry = this.entries.get(key);
+    const state = entry !== undefined && entry.expiresAtUs > now ? entry.state : undefined;
+    const left = TWINS[policy.algorithm].refund(state, now, p);
+    if (left === undefined) this.entries.delete(key);
+    else this.write(key, left.state, left.expiresAtUs);
   }
 
   /**

@@ -99,7 +99,11 @@ export class RedisStore implements RateLimitStore {
   async warmUp(): Promise<void> {
     if (this.deadline === undefined || !this.scripts.ready()) return;
     try {
-      const reply = (await this.scripts.run(DECISION_SCRIPTS.mixed, [], ['', 0, ''])) as number[];
+      const reply = (await this.scripts.run(
+        DECISION_SCRIPTS.mixed,
+        [],
+        ['', 0, '', 'p'],
+      )) as number[];
       this.deadline.observe(reply[reply.length - 1]);
     } catch {
       // The first decision's reply teaches the same.
@@ -111,7 +115,41 @@ export class RedisStore implements RateLimitStore {
     return this.scripts.neverOpened();
   }
 
-  async consume(
+  consume(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.decide('c', keys, policies, costs);
+  }
+
+  peek(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.decide('p', keys, policies, costs);
+  }
+
+  refund(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.decide('r', keys, policies, costs);
+  }
+
+  reset(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.decide('x', keys, policies, costs);
+  }
+
+  /** Runs the decision script; `op` is its ARGV[4] (see `decide.lua`). */
+  private async decide(
+    op: 'c' | 'p' | 'r' | 'x',
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
@@ -120,8 +158,8 @@ export class RedisStore implements RateLimitStore {
     const n = keys.length;
     const args: ScriptArgs = [];
     if (this.clock !== undefined)
-      args.push(toMicros(this.clock()), SIMULATED_CLOCK_TTL_SLACK_MS, '');
-    else args.push('', 0, this.deadline?.forNow() ?? '');
+      args.push(toMicros(this.clock()), SIMULATED_CLOCK_TTL_SLACK_MS, '', op);
+    else args.push('', 0, this.deadline?.forNow() ?? '', op);
     for (let i = 0; i < n; i++) {
       const p = policies[i];
       args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i]);

@@ -1,0 +1,115 @@
+/**
+ * RateLimitService.peek, refund and reset through a real Nest app, with the module's wrappers
+ * (block cache, deadline, fallback) in the path; and what the block cache of one instance does
+ * when another instance gives a key its quota back.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  RateLimitModule,
+  type RateLimitPolicy,
+  type RateLimitRootOptions,
+  RateLimitService,
+} from '../../lib/index.js';
+import { STORE_KINDS, useRedis } from '../support/stores.js';
+import { uniquePrefix, uniqueUser } from './fixtures/app.js';
+
+const LOGIN: RateLimitPolicy = { period: '1h', threshold: 3, name: 'login' };
+
+describe.each(STORE_KINDS)('RateLimitService operations on the %s store', (kind) => {
+  const redis = useRedis(kind);
+  const apps: INestApplication[] = [];
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+
+  async function service(options: RateLimitRootOptions = {}): Promise<RateLimitService> {
+    const ref = await Test.createTestingModule({
+      imports: [
+        RateLimitModule.forRoot({
+          ...(kind === 'redis' ? { redis: redis().url } : {}),
+          keyPrefix: uniquePrefix(),
+          ...options,
+        }),
+      ],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    apps.push(app);
+    return app.get(RateLimitService);
+  }
+
+  it('peeks without counting, refunds exactly, and resets to a full quota', async () => {
+    const limiter = await service();
+    const key = `login:${uniqueUser()}`;
+    expect(await limiter.peek(key, LOGIN)).toMatchObject({ allowed: true, remaining: 2 });
+    expect(await limiter.peek(key, LOGIN)).toMatchObject({ allowed: true, remaining: 2 });
+    for (let i = 0; i < 3; i++) await limiter.consume(key, LOGIN);
+    const rejected = await limiter.consume(key, LOGIN);
+    expect(rejected.allowed).toBe(false);
+    expect(await limiter.peek(key, LOGIN)).toMatchObject({ allowed: false });
+
+    expect(await limiter.refund(key, LOGIN)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await limiter.consume(key, LOGIN)).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await limiter.consume(key, LOGIN)).allowed).toBe(false);
+
+    expect(await limiter.reset(key, LOGIN)).toMatchObject({ allowed: true, remaining: 3 });
+    for (let i = 2; i >= 0; i--) {
+      expect(await limiter.consume(key, LOGIN)).toMatchObject({ allowed: true, remaining: i });
+    }
+    expect(await limiter.refund(key, LOGIN, { cost: 10 })).toMatchObject({ remaining: 3 });
+  });
+
+  it('validates its arguments like consume, naming the method', async () => {
+    const limiter = await service();
+    expect(() => limiter.refund('', LOGIN)).toThrow(
+      /RateLimitService\.refund: key must be a non-empty string/,
+    );
+    expect(() => limiter.peek('k', LOGIN, { cost: 0 })).toThrow(
+      /RateLimitService\.peek: cost must be a positive integer, got 0/,
+    );
+  });
+});
+
+describe('the block cache across instances on one Redis', () => {
+  const redis = useRedis('redis');
+  const apps: INestApplication[] = [];
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+
+  async function instance(keyPrefix: string): Promise<RateLimitService> {
+    const ref = await Test.createTestingModule({
+      imports: [RateLimitModule.forRoot({ redis: redis().url, keyPrefix })],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    apps.push(app);
+    return app.get(RateLimitService);
+  }
+
+  it('lets a key through on this instance at once, and on another within a second, after a reset', async () => {
+    const keyPrefix = uniquePrefix();
+    const [one, two] = [await instance(keyPrefix), await instance(keyPrefix)];
+    const key = `login:${uniqueUser()}`;
+    for (let i = 0; i < 3; i++) await one.consume(key, LOGIN);
+    // Rejected for about an hour: both instances now answer the key from their block cache.
+    for (const limiter of [one, two, one, two]) {
+      expect((await limiter.consume(key, LOGIN)).allowed).toBe(false);
+    }
+
+    await one.reset(key, LOGIN);
+    const resetAt = performance.now();
+    expect(await one.consume(key, LOGIN)).toMatchObject({ allowed: true, remaining: 2 });
+
+    let allowedOnTwo = await two.consume(key, LOGIN);
+    while (!allowedOnTwo.allowed && performance.now() - resetAt < 3000) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      allowedOnTwo = await two.consume(key, LOGIN);
+    }
+    const waitedMs = performance.now() - resetAt;
+    expect(allowedOnTwo).toMatchObject({ allowed: true, remaining: 1 });
+    expect(waitedMs).toBeLessThanOrEqual(1000 + 100);
+  });
+});
