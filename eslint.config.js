@@ -3,7 +3,17 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'dist-sample/', 'dist-bench/', 'dist-docs/', 'coverage/'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'dist-sample/',
+      'dist-bench/',
+      'dist-docs/',
+      'coverage/',
+      '.docs-examples/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
