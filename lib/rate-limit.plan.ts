@@ -8,6 +8,7 @@ import {
   MAX_POLICIES,
   type RateLimitPolicy,
   type ResolvedPolicy,
+  resolveBlock,
   resolvePolicy,
 } from './rate-limit.policy.js';
 
@@ -85,6 +86,7 @@ function compileTemplate(policy: RoutePolicy | undefined, where: string): Policy
   checkAlgorithm(policy?.algorithm, where);
   if (name !== undefined) checkName(name, where);
   if (typeof period !== 'function' && period !== undefined) resolvePolicy({ period }, where);
+  resolveBlock(policy?.blockDuration, where);
   if (policy?.burst !== undefined)
     resolvePolicy(
       { algorithm: policy.algorithm, burst: policy.burst, threshold: policy.burst },

@@ -28,6 +28,18 @@ export interface RateLimitPolicy<C = never> {
   cost?: Dynamic<number, C>;
   /** Name in the `RateLimit` headers. Default `"<threshold>-per-<period>"`, e.g. `"5-per-1s"`. */
   name?: string;
+  /**
+   * Once this policy rejects a request, lock the caller out of it for this long, from that
+   * moment, on every instance. Requests meanwhile are rejected with `Retry-After` set to the time
+   * left and change nothing; the caller's count starts afresh when the lock-out ends. Without it,
+   * a rejection locks nothing out. A number means seconds.
+   *
+   * @example
+   * ```ts
+   * @RateLimit({ period: '15m', threshold: 5, blockDuration: '1h' })
+   * ```
+   */
+  blockDuration?: Duration;
 }
 
 /** A validated policy in the units the stores use. Frozen. */
@@ -43,6 +55,8 @@ export interface ResolvedPolicy {
   readonly burst: number;
   /** Tells the policies of one route apart in keys: `<code>:<name>`. */
   readonly id: string;
+  /** The lock-out after a rejection, in microseconds; 0 for none. */
+  readonly blockUs: number;
 }
 
 /** Thrown when a policy or module option is invalid; the message names the field and the place. */
@@ -134,7 +148,18 @@ export function resolvePolicy(
     );
   }
   const id = `${code}:${name}`;
-  return Object.freeze({ name, algorithm, code, periodMs, periodUs, threshold, burst, id });
+  const blockUs = resolveBlock(policy?.blockDuration, where);
+  return Object.freeze({
+    name,
+    algorithm,
+    code,
+    periodMs,
+    periodUs,
+    threshold,
+    burst,
+    id,
+    blockUs,
+  });
 }
 
 /** Checks what can be checked before the dynamic values are known. */
@@ -161,6 +186,11 @@ export function checkAlgorithm(value: unknown, where: string): Algorithm {
     );
   }
   return algorithm as Algorithm;
+}
+
+/** A lock-out duration in microseconds, 0 when absent. */
+export function resolveBlock(value: unknown, where: string): number {
+  return value === undefined ? 0 : parseDuration(value, 'blockDuration', where) * 1000;
 }
 
 function resolveBurst(

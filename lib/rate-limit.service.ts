@@ -6,11 +6,13 @@ import { compileTemplates, type RoutePolicy } from './rate-limit.plan.js';
 import {
   checkCount,
   configError,
+  type Duration,
+  parseDuration,
   type RateLimitPolicy,
   type ResolvedPolicy,
 } from './rate-limit.policy.js';
 import {
-  operationOf,
+  invoke,
   type RateLimitDecision,
   RateLimitStore,
   type StoreOperation,
@@ -126,11 +128,30 @@ export class RateLimitService {
     return this.run('reset', key, policy, undefined);
   }
 
+  /**
+   * Locks `key` out of each policy for `duration` from now, as `blockDuration` would after a
+   * rejection, on every instance: e.g. an admin's ban. `reset` lifts it. A number means seconds.
+   *
+   * @example
+   * ```ts
+   * await rateLimit.block(`login:${username}`, LOGIN_ATTEMPTS, '24h');
+   * ```
+   */
+  block(
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[],
+    duration: Duration,
+  ): Promise<RateLimitDecision> {
+    const durationMs = parseDuration(duration, 'duration', 'RateLimitService.block');
+    return this.run('block', key, policy, undefined, durationMs);
+  }
+
   private run(
     op: StoreOperation,
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     options: ConsumeOptions | undefined,
+    durationMs?: number,
   ): Promise<RateLimitDecision> {
     const where = `RateLimitService.${op}`;
     if (typeof key !== 'string' || key === '')
@@ -139,8 +160,7 @@ export class RateLimitService {
     const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
     const keys = policies.map((p, i) => this.keys.forKey(key, p, i));
     const all = cost === undefined ? costs : policies.map(() => cost);
-    if (op === 'consume') return this.store.consume(keys, policies, all);
-    return operationOf(this.store, op).call(this.store, keys, policies, all);
+    return invoke(this.store, op, keys, policies, all, durationMs);
   }
 
   private compile(policy: RateLimitPolicy | readonly RateLimitPolicy[]): Compiled {

@@ -7,9 +7,13 @@
 --          expiry cannot race the simulated clock
 -- ARGV[3]  the last moment (Redis TIME, µs) the caller still waits for this answer; empty for none
 -- ARGV[4]  what to do: c consume; p peek (answer as consume would, record nothing); r refund
---          (give `cost` back to every policy); x reset (forget the keys). A refund or reset
---          answers with what is left afterwards: allowed, and each policy's remaining quota.
--- ARGV[5..] five per policy: algorithm id, period (µs), limit, burst, cost
+--          (give `cost` back to every policy); x reset (forget the keys and any lock-out); b block
+--          (lock every key out for the policy's lock-out time). A refund or reset answers with
+--          what is left afterwards: allowed, and each policy's remaining quota.
+-- ARGV[5..] six per policy: algorithm id, period (µs), limit, burst, cost, lock-out (µs; 0: none).
+--          A policy with a lock-out that rejects a request locks its key out from that moment:
+--          its state is replaced by the lock-out (see lock_of), and every request meanwhile is
+--          rejected without touching it.
 --
 -- Reply: { allowed, then four per policy: allowed, remaining, retry_after_ms (-1: never),
 --          reset_after_ms, then now (µs) }; { -1, now } when it came too late and did nothing.
@@ -30,40 +34,65 @@ local slack = tonumber(ARGV[2])
 local op = ARGV[4]
 
 local function policy(i)
-  local a = 4 + (i - 1) * 5
+  local a = 4 + (i - 1) * 6
   return {
     algorithm = ALGORITHMS[ARGV[a + 1]],
     period = tonumber(ARGV[a + 2]),
     limit = tonumber(ARGV[a + 3]),
     burst = tonumber(ARGV[a + 4]),
     cost = tonumber(ARGV[a + 5]),
+    block = tonumber(ARGV[a + 6]),
   }
+end
+
+local function lock_out(key, p)
+  redis.call('SET', key, -(now + p.block), 'PX', ms(p.block) + slack)
+end
+
+-- Remaining and reset of a policy whose check rejected the request; starts its lock-out when it
+-- has one (only a consume writes it; a peek answers as if). A cost that can never fit locks
+-- nothing: no wait would help.
+local function rejected(key, p, retry, w1, w2, lock)
+  if lock then
+    return 0, retry, retry
+  end
+  if p.block > 0 and retry >= 0 then
+    if op == 'c' then
+      lock_out(key, p)
+    end
+    return 0, ms(p.block), ms(p.block)
+  end
+  local remaining, reset = p.algorithm.status(key, now, p, w1, w2)
+  return remaining, reset, retry
 end
 
 -- One policy consumed, the usual case: the same steps without the tables that gather several.
 if #KEYS == 1 and op == 'c' then
   local p = policy(1)
-  local allowed, retry, w1, w2 = p.algorithm.check(KEYS[1], now, p)
+  local allowed, retry, w1, w2, lock = p.algorithm.check(KEYS[1], now, p)
   local remaining, reset
   if allowed == 1 then
     remaining, reset = p.algorithm.commit(KEYS[1], now, p, slack, w1, w2)
   else
-    remaining, reset = p.algorithm.status(KEYS[1], now, p, w1, w2)
+    remaining, reset, retry = rejected(KEYS[1], p, retry, w1, w2, lock)
   end
   return { allowed, allowed, remaining, retry, reset, now }
 end
 
 local policies, checks = {}, {}
 for i = 1, #KEYS do
-  policies[i] = policy(i)
+  local p = policy(i)
+  policies[i] = p
   if op == 'x' then
     redis.call('DEL', KEYS[i])
   elseif op == 'r' then
-    policies[i].algorithm.refund(KEYS[i], now, policies[i], slack)
+    p.algorithm.refund(KEYS[i], now, p, slack)
+  elseif op == 'b' then
+    lock_out(KEYS[i], p)
   end
   -- What is left afterwards is what a request of no cost would see.
   if op == 'x' or op == 'r' then
-    policies[i].cost = 0
+    p.cost = 0
   end
 end
 
@@ -79,8 +108,10 @@ end
 local reply = { allowed }
 for i = 1, #KEYS do
   local p, c = policies[i], checks[i]
-  local remaining, reset
-  if allowed == 0 or op == 'r' or op == 'x' then
+  local remaining, reset, retry = nil, nil, c[2]
+  if c[1] == 0 then
+    remaining, reset, retry = rejected(KEYS[i], p, c[2], c[3], c[4], c[5])
+  elseif allowed == 0 or op == 'r' or op == 'x' then
     remaining, reset = p.algorithm.status(KEYS[i], now, p, c[3], c[4])
   elseif op == 'c' then
     remaining, reset = p.algorithm.commit(KEYS[i], now, p, slack, c[3], c[4])
@@ -89,7 +120,7 @@ for i = 1, #KEYS do
   end
   reply[#reply + 1] = c[1]
   reply[#reply + 1] = remaining
-  reply[#reply + 1] = c[2]
+  reply[#reply + 1] = retry
   reply[#reply + 1] = reset
 end
 reply[#reply + 1] = now

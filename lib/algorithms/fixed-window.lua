@@ -13,10 +13,15 @@ ALGORITHMS.fw = {}
 local FW_WINDOWS, FW_COUNTS = 4194304, 1073741824
 
 -- math.fmod, not %, which Lua 5.1 defines through floor(a / b) and so rounds for large times.
+-- Also the end of a lock-out in force, if any.
 local function fw_read(key, now, p)
   local start = now - math.fmod(now, p.period)
   local window = math.fmod(start / p.period, FW_WINDOWS)
   local stored = tonumber(redis.call('GET', key))
+  if stored and stored < 0 and -stored > now then
+    return start, window, 0, -stored
+  end
+  -- A lock-out that has ended never matches a window number, which is never negative.
   if stored and math.floor(stored / FW_COUNTS) == window then
     return start, window, math.fmod(stored, FW_COUNTS)
   end
@@ -24,7 +29,10 @@ local function fw_read(key, now, p)
 end
 
 function ALGORITHMS.fw.check(key, now, p)
-  local start, window, count = fw_read(key, now, p)
+  local start, window, count, lock = fw_read(key, now, p)
+  if lock then
+    return 0, ms(lock - now), count, window, lock
+  end
   if p.cost > p.limit then
     return 0, -1, count, window
   end
@@ -46,7 +54,10 @@ end
 
 -- Gives `cost` back to the current window; a window emptied this way is forgotten.
 function ALGORITHMS.fw.refund(key, now, p, slack)
-  local _, window, count = fw_read(key, now, p)
+  local _, window, count, lock = fw_read(key, now, p)
+  if lock then
+    return
+  end
   local left = math.max(count - p.cost, 0)
   if left == 0 then
     redis.call('DEL', key)

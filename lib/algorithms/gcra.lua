@@ -9,8 +9,23 @@ local function gcra_interval(p)
   return math.ceil(p.period / p.limit)
 end
 
+-- The theoretical arrival time, and the end of a lock-out in force, if any.
+local function gcra_read(key, now)
+  local stored = tonumber(redis.call('GET', key))
+  if stored and stored < 0 then
+    if -stored > now then
+      return now, -stored
+    end
+    stored = nil
+  end
+  return math.max(stored or now, now)
+end
+
 function ALGORITHMS.gcra.check(key, now, p)
-  local tat = math.max(tonumber(redis.call('GET', key)) or now, now)
+  local tat, lock = gcra_read(key, now)
+  if lock then
+    return 0, ms(lock - now), tat, nil, lock
+  end
   if p.cost > p.burst then
     return 0, -1, tat
   end
@@ -37,7 +52,10 @@ end
 
 -- Moves the arrival time back by `cost` intervals, never before now: an empty bucket stays empty.
 function ALGORITHMS.gcra.refund(key, now, p, slack)
-  local tat = math.max(tonumber(redis.call('GET', key)) or now, now)
+  local tat, lock = gcra_read(key, now)
+  if lock then
+    return
+  end
   local new_tat = math.max(tat - p.cost * gcra_interval(p), now)
   if new_tat <= now then
     redis.call('DEL', key)

@@ -5,9 +5,18 @@
 
 ALGORITHMS.swc = {}
 
+-- The window's start, its count and the previous one's, and the end of a lock-out in force.
 local function swc_read(key, now, p)
   local start = now - math.fmod(now, p.period)
-  local stored = redis.call('HMGET', key, 'w', 'c', 'p')
+  local stored = redis.pcall('HMGET', key, 'w', 'c', 'p')
+  if stored.err then
+    local lock = lock_of(key)
+    if lock and lock > now then
+      return start, 0, 0, lock
+    end
+    redis.call('DEL', key)
+    return start, 0, 0
+  end
   local window, count = tonumber(stored[1]), tonumber(stored[2]) or 0
   if window == start then
     return start, count, tonumber(stored[3]) or 0
@@ -22,7 +31,10 @@ local function swc_weighted(now, p, start, previous)
 end
 
 function ALGORITHMS.swc.check(key, now, p)
-  local start, current, previous = swc_read(key, now, p)
+  local start, current, previous, lock = swc_read(key, now, p)
+  if lock then
+    return 0, ms(lock - now), current, previous, lock
+  end
   if p.cost > p.limit then
     return 0, -1, current, previous
   end
@@ -61,7 +73,10 @@ end
 
 -- Gives `cost` back to the current window, never below zero.
 function ALGORITHMS.swc.refund(key, now, p, slack)
-  local _, current, previous = swc_read(key, now, p)
+  local _, current, previous, lock = swc_read(key, now, p)
+  if lock then
+    return
+  end
   local left = math.max(current - p.cost, 0)
   if left == 0 and previous == 0 then
     redis.call('DEL', key)

@@ -5,9 +5,21 @@
 
 ALGORITHMS.sw = {}
 
+-- Trims what left the window; false when the key holds a lock-out rather than a sorted set.
+local function sw_trim(key, now, p)
+  return type(redis.pcall('ZREMRANGEBYSCORE', key, '-inf', now - p.period)) == 'number'
+end
+
 function ALGORITHMS.sw.check(key, now, p)
   -- Trim before counting: only arrivals in (now - period, now] are in the window.
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - p.period)
+  if not sw_trim(key, now, p) then
+    local lock = lock_of(key)
+    if lock and lock > now then
+      return 0, ms(lock - now), 0, nil, lock
+    end
+    -- A lock-out that has just ended, though its key has not expired yet.
+    redis.call('DEL', key)
+  end
   local count = redis.call('ZCARD', key)
   if p.cost > p.limit then
     return 0, -1, count
@@ -41,8 +53,9 @@ end
 
 -- Forgets the `cost` most recent requests. The key's TTL still covers what is left.
 function ALGORITHMS.sw.refund(key, now, p)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - p.period)
-  redis.call('ZPOPMAX', key, p.cost)
+  if sw_trim(key, now, p) then
+    redis.call('ZPOPMAX', key, p.cost)
+  end
 end
 
 function ALGORITHMS.sw.status(key, now, p, count)

@@ -11,9 +11,18 @@ local function tb_refill_ms(tokens, p)
   return ms((p.burst - tokens) * p.period / p.limit)
 end
 
--- Tokens in the bucket now: what was left plus the refill since, up to full.
+-- Tokens in the bucket now: what was left plus the refill since, up to full; and the end of a
+-- lock-out in force, if any.
 local function tb_tokens(key, now, p)
-  local stored = redis.call('HMGET', key, 't', 'at')
+  local stored = redis.pcall('HMGET', key, 't', 'at')
+  if stored.err then
+    local lock = lock_of(key)
+    if lock and lock > now then
+      return 0, lock
+    end
+    redis.call('DEL', key)
+    return p.burst
+  end
   local tokens, at = p.burst, tonumber(stored[2])
   local left = tonumber(stored[1])
   if left and now < at + tb_refill_ms(left, p) * 1000 then
@@ -28,7 +37,10 @@ local function tb_write(key, now, p, slack, tokens)
 end
 
 function ALGORITHMS.tb.check(key, now, p)
-  local tokens = tb_tokens(key, now, p)
+  local tokens, lock = tb_tokens(key, now, p)
+  if lock then
+    return 0, ms(lock - now), tokens, nil, lock
+  end
   if p.cost > p.burst then
     return 0, -1, tokens
   end
@@ -50,7 +62,11 @@ end
 
 -- Puts `cost` tokens back, up to a full bucket, which is the same as no key at all.
 function ALGORITHMS.tb.refund(key, now, p, slack)
-  local tokens = math.min(p.burst, tb_tokens(key, now, p) + p.cost)
+  local tokens, lock = tb_tokens(key, now, p)
+  if lock then
+    return
+  end
+  tokens = math.min(p.burst, tokens + p.cost)
   if tokens >= p.burst then
     redis.call('DEL', key)
   else

@@ -2,7 +2,7 @@ import { type ResolvedPolicy } from '../rate-limit.policy.js';
 import { monotonicClock } from './clock.js';
 import {
   type Clock,
-  operationOf,
+  invoke,
   type RateLimitDecision,
   type RateLimitStore,
 } from './store.interface.js';
@@ -116,7 +116,7 @@ export class BlockCacheStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
-    return operationOf(this.inner, 'peek').call(this.inner, keys, policies, costs);
+    return invoke(this.inner, 'peek', keys, policies, costs);
   }
 
   /** Gives quota back in the store, and forgets any local block of the key at once. */
@@ -126,7 +126,7 @@ export class BlockCacheStore implements RateLimitStore {
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
     this.unblock(keys);
-    return operationOf(this.inner, 'refund').call(this.inner, keys, policies, costs);
+    return invoke(this.inner, 'refund', keys, policies, costs);
   }
 
   /** Forgets the keys in the store and any local block of them at once. */
@@ -136,7 +136,16 @@ export class BlockCacheStore implements RateLimitStore {
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
     this.unblock(keys);
-    return operationOf(this.inner, 'reset').call(this.inner, keys, policies, costs);
+    return invoke(this.inner, 'reset', keys, policies, costs);
+  }
+
+  /** Locks the keys out in the store; requests then learn of it from the store, once each. */
+  block(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    durationMs: number,
+  ): Promise<RateLimitDecision> {
+    return invoke(this.inner, 'block', keys, policies, [], durationMs);
   }
 
   close(): Promise<void> {

@@ -19,6 +19,27 @@ export function policyDecision(
   };
 }
 
+/**
+ * The decision a script reply (or its memory twin's) stands for: `{ allowed, then allowed,
+ * remaining, retry_after_ms, reset_after_ms per policy, … }`.
+ */
+export function decisionFromReply(
+  reply: readonly number[],
+  policies: readonly ResolvedPolicy[],
+): RateLimitDecision {
+  const answers: PolicyDecision[] = new Array(policies.length);
+  for (let i = 0, r = 1; i < policies.length; i++, r += 4) {
+    answers[i] = policyDecision(
+      policies[i],
+      reply[r] === 1,
+      reply[r + 1],
+      reply[r + 2],
+      reply[r + 3],
+    );
+  }
+  return combineDecisions(reply[0] === 1, answers);
+}
+
 /** Folds the policies' answers into one decision; see {@link RateLimitDecision}. */
 export function combineDecisions(allowed: boolean, policies: PolicyDecision[]): RateLimitDecision {
   let binding = policies[0];

@@ -7,7 +7,7 @@ import {
   type StoreErrorHandler,
   type StoreErrorPolicy,
   type StoreOperation,
-  operationOf,
+  invoke,
 } from './store.interface.js';
 
 /** Where outage warnings go: the module passes its Nest `Logger`. */
@@ -86,22 +86,33 @@ export class ResilientStore implements RateLimitStore {
     return this.call('reset', keys, policies, costs);
   }
 
+  block(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    durationMs: number,
+  ): Promise<RateLimitDecision> {
+    return this.call('block', keys, policies, [], durationMs);
+  }
+
   private async call(
     op: StoreOperation,
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
+    durationMs?: number,
   ): Promise<RateLimitDecision> {
-    const primary = operationOf(this.primary, op);
-    if (!this.breaker.allow(performance.now())) return this.degrade(keys, policies, costs, op);
+    if (!this.breaker.allow(performance.now())) {
+      return this.degrade(keys, policies, costs, op, durationMs);
+    }
     let decision: RateLimitDecision;
     try {
-      decision = await this.deadlines.race(primary.call(this.primary, keys, policies, costs));
+      const pending = invoke(this.primary, op, keys, policies, costs, durationMs);
+      decision = await this.deadlines.race(pending);
     } catch (error) {
       this.breaker.failure(performance.now());
       this.policy = this.choosePolicy(error);
       this.outageBegins(error);
-      return this.degrade(keys, policies, costs, op);
+      return this.degrade(keys, policies, costs, op, durationMs);
     }
     this.breaker.success();
     if (this.outageStartedAt !== undefined) this.outageEnds();
@@ -129,16 +140,13 @@ export class ResilientStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
     op: StoreOperation = 'consume',
+    durationMs?: number,
   ): Promise<RateLimitDecision> {
     this.degradedDecisions++;
     const policy = this.policy;
     if (policy === 'memory') {
-      const decided = await operationOf(this.options.fallback, op).call(
-        this.options.fallback,
-        keys,
-        policies,
-        costs,
-      );
+      const { fallback } = this.options;
+      const decided = await invoke(fallback, op, keys, policies, costs, durationMs);
       return { ...decided, degraded: policy };
     }
     const allowed = policy === 'allow';

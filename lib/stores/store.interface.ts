@@ -92,12 +92,18 @@ export interface RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision>;
+  /**
+   * Locks every key out for `durationMs` from now, as a policy's `blockDuration` would, and
+   * answers with the lock-out. Needed by `RateLimitService.block`.
+   */
+  block?(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    durationMs: number,
+  ): Promise<RateLimitDecision>;
   /** Releases what the store holds. Called on application shutdown for stores the module created. */
   close?(): Promise<void>;
 }
-
-/** What a store call does to the keys: the methods of {@link RateLimitStore} that decide. */
-export type StoreOperation = 'consume' | 'peek' | 'refund' | 'reset';
 
 /** Injection token for the active store: `@Inject(RateLimitStore) store: RateLimitStore`. */
 export const RateLimitStore = Symbol('RateLimitStore');
@@ -105,11 +111,26 @@ export const RateLimitStore = Symbol('RateLimitStore');
 /** Returns the current time in milliseconds (fractions allowed). Tests inject one; see `clock` options. */
 export type Clock = () => number;
 
-/** A store's method for `op`, or an error naming what the store lacks. */
-export function operationOf(store: RateLimitStore, op: StoreOperation) {
-  const method = store[op];
-  if (typeof method !== 'function') {
-    throw new TypeError(`The rate-limit store ${store.constructor.name} has no ${op}() method`);
+/** What a store call does to the keys: the methods of {@link RateLimitStore} that decide. */
+export type StoreOperation = 'consume' | 'peek' | 'refund' | 'reset' | 'block';
+
+/**
+ * Calls `op` on `store`: with `costs` for the counting operations, `durationMs` for `block`. A
+ * store without the optional method rejects with an error that names it.
+ */
+export function invoke(
+  store: RateLimitStore,
+  op: StoreOperation,
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+  durationMs = 0,
+): Promise<RateLimitDecision> {
+  if (op === 'consume') return store.consume(keys, policies, costs);
+  if (typeof store[op] !== 'function') {
+    const name = store.constructor?.name ?? 'store';
+    return Promise.reject(new TypeError(`The rate-limit store ${name} has no ${op}() method`));
   }
-  return method as NonNullable<RateLimitStore['consume']>;
+  if (op === 'block') return store.block!(keys, policies, durationMs);
+  return store[op]!(keys, policies, costs);
 }

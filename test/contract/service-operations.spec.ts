@@ -61,6 +61,22 @@ describe.each(STORE_KINDS)('RateLimitService operations on the %s store', (kind)
     expect(await limiter.refund(key, LOGIN, { cost: 10 })).toMatchObject({ remaining: 3 });
   });
 
+  it('blocks a key for a while on request, and reset lifts it', async () => {
+    const limiter = await service();
+    const key = `login:${uniqueUser()}`;
+    expect((await limiter.consume(key, LOGIN)).allowed).toBe(true);
+    const blocked = await limiter.block(key, LOGIN, '1h');
+    expect(blocked).toMatchObject({ allowed: false, retryAfterMs: 3_600_000 });
+    const during = await limiter.consume(key, LOGIN);
+    expect(during.allowed).toBe(false);
+    expect(during.retryAfterMs).toBeGreaterThan(3_590_000);
+    await limiter.reset(key, LOGIN);
+    expect(await limiter.consume(key, LOGIN)).toMatchObject({ allowed: true, remaining: 2 });
+    expect(() => limiter.block(key, LOGIN, -1)).toThrow(
+      /RateLimitService\.block: duration must be at least 1ms, got -1/,
+    );
+  });
+
   it('validates its arguments like consume, naming the method', async () => {
     const limiter = await service();
     expect(() => limiter.refund('', LOGIN)).toThrow(

@@ -67,7 +67,24 @@ describe('policies', () => {
       periodMs: 60_000,
       periodUs: 60_000_000,
       threshold: 3,
+      blockUs: 0,
     });
+  });
+
+  it.each([
+    [-1, /^w: blockDuration must be at least 1ms, got -1$/],
+    ['soon', /^w: blockDuration must be a number of seconds or a string like/],
+    [null, /^w: blockDuration must be a number of seconds or a duration string, got null$/],
+  ])('rejects blockDuration %p, naming the field', (blockDuration, message) => {
+    expect(() => resolvePolicy({ blockDuration: blockDuration as number }, 'w')).toThrow(message);
+  });
+
+  it('checks blockDuration when the decorator is applied, even on a dynamic policy', () => {
+    class LoginController {}
+    expect(() => RateLimit({ threshold: () => 3, blockDuration: 0 })(LoginController)).toThrow(
+      /^@RateLimit on LoginController: blockDuration must be at least 1ms, got 0$/,
+    );
+    expect(resolvePolicy({ blockDuration: '15m' }, 'w').blockUs).toBe(900_000_000);
   });
 
   it.each([0, -2, 2.5, NaN, '3', null])('rejects threshold %p', (threshold) => {

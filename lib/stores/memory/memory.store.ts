@@ -1,15 +1,13 @@
-import { type Outcome, type Params } from '../../algorithms/algorithm.js';
-import { TWINS } from '../../algorithms/index.js';
+import {
+  decide,
+  type KeyValues,
+  type Operation,
+  type PolicyArgs,
+} from '../../algorithms/decide.js';
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { monotonicClock, toMicros } from '../clock.js';
-import { combineDecisions, policyDecision } from '../decision.js';
-import {
-  type Clock,
-  type PolicyDecision,
-  type RateLimitDecision,
-  type RateLimitStore,
-  type StoreOperation,
-} from '../store.interface.js';
+import { decisionFromReply } from '../decision.js';
+import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
 
 export interface MemoryStoreOptions {
   /** Time source in milliseconds. For tests; production uses the process's monotonic clock. */
@@ -48,6 +46,8 @@ export class MemoryStore implements RateLimitStore {
   private readonly maxKeys: number;
   private sweep: IterableIterator<[string, Entry]> | undefined;
   private evictCursor: IterableIterator<string> | undefined;
+  /** The time of the call under way, for `values`. */
+  private now = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.clock = options.clock ?? monotonicClock;
@@ -59,7 +59,7 @@ export class MemoryStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
-    return Promise.resolve(this.decide('consume', keys, policies, costs));
+    return this.decide('c', keys, policies, costs);
   }
 
   peek(
@@ -67,7 +67,7 @@ export class MemoryStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
-    return Promise.resolve(this.decide('peek', keys, policies, costs));
+    return this.decide('p', keys, policies, costs);
   }
 
   refund(
@@ -75,7 +75,7 @@ export class MemoryStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
-    return Promise.resolve(this.decide('refund', keys, policies, costs));
+    return this.decide('r', keys, policies, costs);
   }
 
   reset(
@@ -83,70 +83,53 @@ export class MemoryStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
-    return Promise.resolve(this.decide('reset', keys, policies, costs));
+    return this.decide('x', keys, policies, costs);
   }
 
-  /** The twin of `decide.lua`, step for step. */
+  block(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    durationMs: number,
+  ): Promise<RateLimitDecision> {
+    const costs = policies.map(() => 1);
+    return this.decide('b', keys, policies, costs, durationMs * 1000);
+  }
+
   private decide(
-    op: StoreOperation,
+    op: Operation,
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
-  ): RateLimitDecision {
+    blockUs?: number,
+  ): Promise<RateLimitDecision> {
     const now = toMicros(this.clock());
-    const n = keys.length;
-    const params: Params[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      params[i] = toParams(policies[i], costs[i]);
-      if (op === 'reset') this.entries.delete(keys[i]);
-      else if (op === 'refund') this.refundOne(keys[i], policies[i], now, params[i]);
-      // What is left afterwards is what a request of no cost would see.
-      if (op === 'reset' || op === 'refund') params[i] = toParams(policies[i], 0);
+    const args: PolicyArgs[] = new Array(policies.length);
+    for (let i = 0; i < args.length; i++) {
+      const p = policies[i];
+      args[i] = {
+        algorithm: p.algorithm,
+        periodUs: p.periodUs,
+        limit: p.threshold,
+        burst: p.burst,
+        cost: costs[i],
+        blockUs: blockUs ?? p.blockUs,
+      };
     }
-
-    const states: unknown[] = new Array(n);
-    const verdicts = new Array(n);
-    let allowed = true;
-    for (let i = 0; i < n; i++) {
-      const entry = this.entries.get(keys[i]);
-      states[i] = entry !== undefined && entry.expiresAtUs > now ? entry.state : undefined;
-      verdicts[i] = TWINS[policies[i].algorithm].check(states[i], now, params[i]);
-      if (!verdicts[i].allowed) allowed = false;
-    }
-
-    const answers: PolicyDecision[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const twin = TWINS[policies[i].algorithm];
-      const { work, retryAfterMs } = verdicts[i];
-      let outcome: Outcome;
-      if (!allowed || op === 'refund' || op === 'reset') {
-        outcome = twin.status(states[i], now, params[i], work);
-      } else if (op === 'consume') {
-        const done = twin.commit(states[i], now, params[i], work);
-        this.write(keys[i], done.state, done.expiresAtUs);
-        outcome = done;
-      } else {
-        outcome = twin.after(now, params[i], work);
-      }
-      answers[i] = policyDecision(
-        policies[i],
-        verdicts[i].allowed,
-        outcome.remaining,
-        allowed ? 0 : retryAfterMs,
-        outcome.resetAfterMs,
-      );
-    }
-    this.sweepExpired(now, SWEEP_PER_KEY * n);
-    return combineDecisions(allowed, answers);
+    this.now = now;
+    const reply = decide(op, keys, args, now, this.values);
+    this.sweepExpired(now, SWEEP_PER_KEY * keys.length);
+    return Promise.resolve(decisionFromReply(reply, policies));
   }
 
-  private refundOne(key: string, policy: ResolvedPolicy, now: number, p: Params): void {
-    const entry = this.entries.get(key);
-    const state = entry !== undefined && entry.expiresAtUs > now ? entry.state : undefined;
-    const left = TWINS[policy.algorithm].refund(state, now, p);
-    if (left === undefined) this.entries.delete(key);
-    else this.write(key, left.state, left.expiresAtUs);
-  }
+  /** The entries as `decide` sees them: what has expired is absent, as in Redis. */
+  private readonly values: KeyValues = {
+    get: (key) => {
+      const entry = this.entries.get(key);
+      return entry !== undefined && entry.expiresAtUs > this.now ? entry.state : undefined;
+    },
+    set: (key, state, expiresAtUs) => this.write(key, state, expiresAtUs),
+    delete: (key) => void this.entries.delete(key),
+  };
 
   /**
    * Stores an entry as the most recently used: a Map iterates in insertion order, so
@@ -193,8 +176,4 @@ export class MemoryStore implements RateLimitStore {
       if (entry.expiresAtUs <= nowUs) this.entries.delete(key);
     }
   }
-}
-
-function toParams(policy: ResolvedPolicy, cost: number): Params {
-  return { periodUs: policy.periodUs, limit: policy.threshold, burst: policy.burst, cost };
 }

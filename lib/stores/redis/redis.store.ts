@@ -1,12 +1,7 @@
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { toMicros } from '../clock.js';
-import { combineDecisions, policyDecision } from '../decision.js';
-import {
-  type Clock,
-  type PolicyDecision,
-  type RateLimitDecision,
-  type RateLimitStore,
-} from '../store.interface.js';
+import { decisionFromReply } from '../decision.js';
+import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
 import {
   type RedisClient,
   type ScriptArgs,
@@ -147,12 +142,30 @@ export class RedisStore implements RateLimitStore {
     return this.decide('x', keys, policies, costs);
   }
 
-  /** Runs the decision script; `op` is its ARGV[4] (see `decide.lua`). */
+  block(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    durationMs: number,
+  ): Promise<RateLimitDecision> {
+    return this.decide(
+      'b',
+      keys,
+      policies,
+      policies.map(() => 1),
+      durationMs * 1000,
+    );
+  }
+
+  /**
+   * Runs the decision script; `op` is its ARGV[4] (see `decide.lua`). `blockUs` stands in for
+   * every policy's lock-out when set.
+   */
   private async decide(
-    op: 'c' | 'p' | 'r' | 'x',
+    op: 'c' | 'p' | 'r' | 'x' | 'b',
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
+    blockUs?: number,
   ): Promise<RateLimitDecision> {
     if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
     const n = keys.length;
@@ -162,22 +175,12 @@ export class RedisStore implements RateLimitStore {
     else args.push('', 0, this.deadline?.forNow() ?? '', op);
     for (let i = 0; i < n; i++) {
       const p = policies[i];
-      args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i]);
+      args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i], blockUs ?? p.blockUs);
     }
     const reply = (await this.scripts.run(scriptFor(policies), keys, args)) as number[];
     this.deadline?.observe(reply[reply.length - 1]);
     if (reply[0] === -1) throw new StoreLateError();
-    const answers: PolicyDecision[] = new Array(n);
-    for (let i = 0, r = 1; i < n; i++, r += 4) {
-      answers[i] = policyDecision(
-        policies[i],
-        reply[r] === 1,
-        reply[r + 1],
-        reply[r + 2],
-        reply[r + 3],
-      );
-    }
-    return combineDecisions(reply[0] === 1, answers);
+    return decisionFromReply(reply, policies);
   }
 
   /** Closes the client if the store owns it, resolving once the connection has ended. */
