@@ -13,6 +13,7 @@ import {
 } from './rate-limit.policy.js';
 import {
   invoke,
+  type OperationExtras,
   type RateLimitDecision,
   RateLimitStore,
   type StoreOperation,
@@ -143,7 +144,7 @@ export class RateLimitService {
     duration: Duration,
   ): Promise<RateLimitDecision> {
     const durationMs = parseDuration(duration, 'duration', 'RateLimitService.block');
-    return this.run('block', key, policy, undefined, durationMs);
+    return this.run('block', key, policy, undefined, { durationMs });
   }
 
   private run(
@@ -151,7 +152,7 @@ export class RateLimitService {
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     options: ConsumeOptions | undefined,
-    durationMs?: number,
+    extras?: OperationExtras,
   ): Promise<RateLimitDecision> {
     const where = `RateLimitService.${op}`;
     if (typeof key !== 'string' || key === '')
@@ -160,7 +161,7 @@ export class RateLimitService {
     const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
     const keys = policies.map((p, i) => this.keys.forKey(key, p, i));
     const all = cost === undefined ? costs : policies.map(() => cost);
-    return invoke(this.store, op, keys, policies, all, durationMs);
+    return invoke(this.store, op, keys, policies, all, extras);
   }
 
   private compile(policy: RateLimitPolicy | readonly RateLimitPolicy[]): Compiled {

@@ -56,10 +56,17 @@ export interface AlgorithmTwin<S, W> {
   /** Remaining and reset as `commit` would return them, writing nothing (a peek). */
   after(nowUs: number, p: Params, work: W): Outcome;
   /**
-   * Gives `p.cost` back, never past a full quota. Returns what to store, or undefined when the
-   * key is as good as absent (deleted, as Lua does). `state` may be changed in place.
+   * Gives `p.cost` back, never past a full quota; with `atUs`, the request that arrived then.
+   * Returns what to store; undefined when the key is as good as absent (deleted, as Lua does);
+   * null when there is nothing to give back and the key stays as it is. `state` may be changed
+   * in place.
    */
-  refund(state: S | undefined, nowUs: number, p: Params): Stored<S> | undefined;
+  refund(
+    state: S | undefined,
+    nowUs: number,
+    p: Params,
+    atUs?: number,
+  ): Stored<S> | undefined | null;
 }
 
 /** Microseconds to whole milliseconds, rounded up: a client told to wait never waits too little. */

@@ -7,7 +7,8 @@
 --          expiry cannot race the simulated clock
 -- ARGV[3]  the last moment (Redis TIME, µs) the caller still waits for this answer; empty for none
 -- ARGV[4]  what to do: c consume; p peek (answer as consume would, record nothing); r refund
---          (give `cost` back to every policy); x reset (forget the keys and any lock-out); b block
+--          (give `cost` back to every policy; `r<µs>` gives back the request that arrived then,
+--          wherever the windows have moved since); x reset (forget the keys and any lock-out); b block
 --          (lock every key out for the policy's lock-out time). A refund or reset answers with
 --          what is left afterwards: allowed, and each policy's remaining quota.
 -- ARGV[5..] six per policy: algorithm id, period (µs), limit, burst, cost, lock-out (µs; 0: none).
@@ -31,7 +32,11 @@ if not now then
   end
 end
 local slack = tonumber(ARGV[2])
-local op = ARGV[4]
+local op, at = ARGV[4], nil
+if #op > 1 then
+  at = tonumber(string.sub(op, 2))
+  op = string.sub(op, 1, 1)
+end
 
 local function policy(i)
   local a = 4 + (i - 1) * 6
@@ -86,7 +91,7 @@ for i = 1, #KEYS do
   if op == 'x' then
     redis.call('DEL', KEYS[i])
   elseif op == 'r' then
-    p.algorithm.refund(KEYS[i], now, p, slack)
+    p.algorithm.refund(KEYS[i], now, p, slack, at)
   elseif op == 'b' then
     lock_out(KEYS[i], p)
   end

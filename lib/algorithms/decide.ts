@@ -27,7 +27,7 @@ export class LockOut {
 /**
  * The twin of `decide.lua`, step for step: the same operations, the same order, the same reply
  * (`{ allowed, then allowed, remaining, retry_after_ms, reset_after_ms per policy }`, without the
- * trailing time).
+ * trailing time). `at` is a refund's arrival time, `r<µs>` in Lua.
  */
 export function decide(
   op: Operation,
@@ -35,11 +35,12 @@ export function decide(
   policies: readonly PolicyArgs[],
   now: number,
   values: KeyValues,
+  at?: number,
 ): number[] {
   const n = keys.length;
   for (let i = 0; i < n; i++) {
     if (op === 'x') values.delete(keys[i]);
-    else if (op === 'r') refund(keys[i], now, policies[i], values);
+    else if (op === 'r') refund(keys[i], now, policies[i], values, at);
     else if (op === 'b') lockOut(keys[i], now, policies[i], values);
   }
   // What is left after a refund or reset is what a request of no cost would see.
@@ -101,10 +102,11 @@ function lockOut(key: string, now: number, p: PolicyArgs, values: KeyValues): vo
   values.set(key, new LockOut(now + p.blockUs), now + ms(p.blockUs) * 1000);
 }
 
-function refund(key: string, now: number, p: PolicyArgs, values: KeyValues): void {
+function refund(key: string, now: number, p: PolicyArgs, values: KeyValues, at?: number): void {
   const state = values.get(key);
   if (state instanceof LockOut && state.untilUs > now) return;
-  const left = TWINS[p.algorithm].refund(state instanceof LockOut ? undefined : state, now, p);
+  const live = state instanceof LockOut ? undefined : state;
+  const left = TWINS[p.algorithm].refund(live, now, p, at);
   if (left === undefined) values.delete(key);
-  else values.set(key, left.state, left.expiresAtUs);
+  else if (left !== null) values.set(key, left.state, left.expiresAtUs);
 }

@@ -52,10 +52,11 @@ function ALGORITHMS.fw.commit(key, now, p, slack, count, window)
   return remaining, reset
 end
 
--- Gives `cost` back to the current window; a window emptied this way is forgotten.
-function ALGORITHMS.fw.refund(key, now, p, slack)
-  local _, window, count, lock = fw_read(key, now, p)
-  if lock then
+-- Gives `cost` back to the current window (when `at` is given, only if the request arrived in
+-- it: an earlier window's count no longer matters); a window emptied this way is forgotten.
+function ALGORITHMS.fw.refund(key, now, p, slack, at)
+  local start, window, count, lock = fw_read(key, now, p)
+  if lock or (at and at < start) then
     return
   end
   local left = math.max(count - p.cost, 0)

@@ -35,8 +35,10 @@ export const fixedWindow: AlgorithmTwin<WindowCount, Work> = {
     };
   },
 
-  refund(state, now, p) {
+  refund(state, now, p, at) {
     const { work } = fixedWindow.check(state, now, { ...p, cost: 0 });
+    // The request arrived in an earlier window, whose count no longer matters.
+    if (at !== undefined && at < work.start) return null;
     const left = Math.max(work.count - p.cost, 0);
     if (left === 0) return undefined;
     const resetAfterMs = ms(work.start + p.periodUs - now);

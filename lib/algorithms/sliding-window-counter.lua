@@ -71,17 +71,22 @@ function ALGORITHMS.swc.commit(key, now, p, slack, current, previous)
   return ALGORITHMS.swc.after(now, p, current, previous)
 end
 
--- Gives `cost` back to the current window, never below zero.
-function ALGORITHMS.swc.refund(key, now, p, slack)
-  local _, current, previous, lock = swc_read(key, now, p)
-  if lock then
+-- Gives `cost` back to the current window, never below zero; when `at` is given, to the window
+-- the request arrived in, if it still counts.
+function ALGORITHMS.swc.refund(key, now, p, slack, at)
+  local start, current, previous, lock = swc_read(key, now, p)
+  if lock or (at and at < start - p.period) then
     return
   end
-  local left = math.max(current - p.cost, 0)
-  if left == 0 and previous == 0 then
+  if at and at < start then
+    previous = math.max(previous - p.cost, 0)
+  else
+    current = math.max(current - p.cost, 0)
+  end
+  if current == 0 and previous == 0 then
     redis.call('DEL', key)
   else
-    swc_write(key, now, p, slack, left, previous)
+    swc_write(key, now, p, slack, current, previous)
   end
 end
 

@@ -62,11 +62,15 @@ export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
     };
   },
 
-  refund(state, now, p) {
-    const { current, previous } = read(state, now, p);
-    const left = Math.max(current - p.cost, 0);
-    if (left === 0 && previous === 0) return undefined;
-    return stored(now, p, left, previous);
+  refund(state, now, p, at) {
+    const { start, current, previous } = read(state, now, p);
+    if (at !== undefined && at < start - p.periodUs) return null;
+    const earlier = at !== undefined && at < start;
+    const [c, pr] = earlier
+      ? [current, Math.max(previous - p.cost, 0)]
+      : [Math.max(current - p.cost, 0), previous];
+    if (c === 0 && pr === 0) return undefined;
+    return stored(now, p, c, pr);
   },
 
   status(_state, now, p, { current, previous }) {

@@ -51,10 +51,20 @@ function ALGORITHMS.sw.commit(key, now, p, slack, count)
   return ALGORITHMS.sw.after(now, p, count)
 end
 
--- Forgets the `cost` most recent requests. The key's TTL still covers what is left.
-function ALGORITHMS.sw.refund(key, now, p)
-  if sw_trim(key, now, p) then
+-- Forgets the `cost` most recent requests, or those that arrived at `at`. The key's TTL still
+-- covers what is left.
+function ALGORITHMS.sw.refund(key, now, p, _, at)
+  if not sw_trim(key, now, p) then
+    return
+  end
+  if not at then
     redis.call('ZPOPMAX', key, p.cost)
+    return
+  end
+  -- Entries of one arrival time are alike whatever their members, so any `cost` of them will do.
+  local members = redis.call('ZRANGEBYSCORE', key, at, at, 'LIMIT', 0, p.cost)
+  if #members > 0 then
+    redis.call('ZREM', key, unpack(members))
   end
 end
 

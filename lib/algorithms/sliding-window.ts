@@ -27,6 +27,16 @@ export class ArrivalLog {
     this.times.length = Math.max(this.head, this.times.length - count);
   }
 
+  /** Drops up to `count` arrivals at exactly `t`, like ZREM of ZRANGEBYSCORE t t LIMIT 0 count. */
+  removeAt(t: number, count: number): void {
+    const times = this.times;
+    let first = this.head;
+    while (first < times.length && times[first] < t) first++;
+    let last = first;
+    while (last < times.length && last - first < count && times[last] === t) last++;
+    times.splice(first, last - first);
+  }
+
   /** Keeps the order even if a test clock steps backwards, as a sorted set would. */
   insert(t: number): void {
     const times = this.times;
@@ -62,10 +72,11 @@ export const slidingWindow: AlgorithmTwin<ArrivalLog, number> = {
     };
   },
 
-  refund(log, now, p) {
+  refund(log, now, p, at) {
     if (log === undefined) return undefined;
     log.trim(now - p.periodUs);
-    log.popNewest(p.cost);
+    if (at === undefined) log.popNewest(p.cost);
+    else log.removeAt(at, p.cost);
     if (log.size === 0) return undefined;
     // Like Lua, which leaves the key's TTL alone: it still covers the newest entry left.
     return { state: log, expiresAtUs: log.times[log.times.length - 1] + ms(p.periodUs) * 1000 };

@@ -124,9 +124,10 @@ export class BlockCacheStore implements RateLimitStore {
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
+    of?: RateLimitDecision,
   ): Promise<RateLimitDecision> {
     this.unblock(keys);
-    return invoke(this.inner, 'refund', keys, policies, costs);
+    return invoke(this.inner, 'refund', keys, policies, costs, { of });
   }
 
   /** Forgets the keys in the store and any local block of them at once. */
@@ -145,7 +146,7 @@ export class BlockCacheStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     durationMs: number,
   ): Promise<RateLimitDecision> {
-    return invoke(this.inner, 'block', keys, policies, [], durationMs);
+    return invoke(this.inner, 'block', keys, policies, [], { durationMs });
   }
 
   close(): Promise<void> {

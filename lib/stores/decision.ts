@@ -1,5 +1,9 @@
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
-import { type PolicyDecision, type RateLimitDecision } from './store.interface.js';
+import {
+  type PolicyDecision,
+  type RateLimitDecision,
+  type StoreErrorPolicy,
+} from './store.interface.js';
 
 /** One policy's answer as the algorithms give it: `retryAfterMs` -1 means never. */
 export function policyDecision(
@@ -26,6 +30,7 @@ export function policyDecision(
 export function decisionFromReply(
   reply: readonly number[],
   policies: readonly ResolvedPolicy[],
+  atUs?: number,
 ): RateLimitDecision {
   const answers: PolicyDecision[] = new Array(policies.length);
   for (let i = 0, r = 1; i < policies.length; i++, r += 4) {
@@ -37,11 +42,63 @@ export function decisionFromReply(
       reply[r + 3],
     );
   }
-  return combineDecisions(reply[0] === 1, answers);
+  return combineDecisions(reply[0] === 1, answers, atUs);
+}
+
+/**
+ * A decision that remembers when the store made it, in microseconds of the store's own clock
+ * (Redis `TIME`), so that exactly this request can be given back later. Private: it is no part
+ * of what callers compare or serialise.
+ */
+class StoreDecision implements RateLimitDecision {
+  readonly #atUs: number | undefined;
+
+  constructor(
+    readonly allowed: boolean,
+    readonly limit: number,
+    readonly remaining: number,
+    readonly resetAfterMs: number,
+    readonly retryAfterMs: number,
+    readonly policies: readonly PolicyDecision[],
+    readonly degraded: StoreErrorPolicy | undefined,
+    atUs: number | undefined,
+  ) {
+    this.#atUs = atUs;
+  }
+
+  static arrivalOf(decision: RateLimitDecision): number | undefined {
+    return #atUs in decision ? decision.#atUs : undefined;
+  }
+}
+
+/** When the store made `decision` (µs of its clock), if it says; see `refund`'s `atUs`. */
+export const arrivalOf = StoreDecision.arrivalOf;
+
+/** The same decision, marked as answered by `onStoreError` instead of the store. */
+export function degradedDecision(
+  decision: RateLimitDecision,
+  degraded: StoreErrorPolicy,
+): RateLimitDecision {
+  const { allowed, limit, remaining, resetAfterMs, retryAfterMs, policies } = decision;
+  const atUs = arrivalOf(decision);
+  return new StoreDecision(
+    allowed,
+    limit,
+    remaining,
+    resetAfterMs,
+    retryAfterMs,
+    policies,
+    degraded,
+    atUs,
+  );
 }
 
 /** Folds the policies' answers into one decision; see {@link RateLimitDecision}. */
-export function combineDecisions(allowed: boolean, policies: PolicyDecision[]): RateLimitDecision {
+export function combineDecisions(
+  allowed: boolean,
+  policies: PolicyDecision[],
+  atUs?: number,
+): RateLimitDecision {
   let binding = policies[0];
   let retryAfterMs = 0;
   for (const decision of policies) {
@@ -50,12 +107,14 @@ export function combineDecisions(allowed: boolean, policies: PolicyDecision[]): 
       retryAfterMs = decision.retryAfterMs;
     }
   }
-  return {
+  return new StoreDecision(
     allowed,
-    limit: binding.limit,
-    remaining: binding.remaining,
-    resetAfterMs: binding.resetAfterMs,
+    binding.limit,
+    binding.remaining,
+    binding.resetAfterMs,
     retryAfterMs,
     policies,
-  };
+    undefined,
+    atUs,
+  );
 }

@@ -1,5 +1,6 @@
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
 import { CircuitBreaker } from './circuit-breaker.js';
+import { degradedDecision } from './decision.js';
 import { Deadlines } from './deadlines.js';
 import {
   type RateLimitDecision,
@@ -8,6 +9,7 @@ import {
   type StoreErrorPolicy,
   type StoreOperation,
   invoke,
+  type OperationExtras,
 } from './store.interface.js';
 
 /** Where outage warnings go: the module passes its Nest `Logger`. */
@@ -70,12 +72,22 @@ export class ResilientStore implements RateLimitStore {
     return this.call('peek', keys, policies, costs);
   }
 
+  /**
+   * Gives back to the primary store, or to the store that counted the request: a request the
+   * memory fallback answered is given back there, and one that `'allow'` or `'deny'` answered
+   * was never counted.
+   */
   refund(
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
+    of?: RateLimitDecision,
   ): Promise<RateLimitDecision> {
-    return this.call('refund', keys, policies, costs);
+    if (of?.degraded === 'memory') {
+      return invoke(this.options.fallback, 'refund', keys, policies, costs, { of });
+    }
+    if (of?.degraded !== undefined) return Promise.resolve(of);
+    return this.call('refund', keys, policies, costs, { of });
   }
 
   reset(
@@ -91,7 +103,7 @@ export class ResilientStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     durationMs: number,
   ): Promise<RateLimitDecision> {
-    return this.call('block', keys, policies, [], durationMs);
+    return this.call('block', keys, policies, [], { durationMs });
   }
 
   private async call(
@@ -99,20 +111,20 @@ export class ResilientStore implements RateLimitStore {
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
-    durationMs?: number,
+    extras?: OperationExtras,
   ): Promise<RateLimitDecision> {
     if (!this.breaker.allow(performance.now())) {
-      return this.degrade(keys, policies, costs, op, durationMs);
+      return this.degrade(keys, policies, costs, op, extras);
     }
     let decision: RateLimitDecision;
     try {
-      const pending = invoke(this.primary, op, keys, policies, costs, durationMs);
+      const pending = invoke(this.primary, op, keys, policies, costs, extras);
       decision = await this.deadlines.race(pending);
     } catch (error) {
       this.breaker.failure(performance.now());
       this.policy = this.choosePolicy(error);
       this.outageBegins(error);
-      return this.degrade(keys, policies, costs, op, durationMs);
+      return this.degrade(keys, policies, costs, op, extras);
     }
     this.breaker.success();
     if (this.outageStartedAt !== undefined) this.outageEnds();
@@ -140,14 +152,14 @@ export class ResilientStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
     op: StoreOperation = 'consume',
-    durationMs?: number,
+    extras?: OperationExtras,
   ): Promise<RateLimitDecision> {
     this.degradedDecisions++;
     const policy = this.policy;
     if (policy === 'memory') {
       const { fallback } = this.options;
-      const decided = await invoke(fallback, op, keys, policies, costs, durationMs);
-      return { ...decided, degraded: policy };
+      const decided = await invoke(fallback, op, keys, policies, costs, extras);
+      return degradedDecision(decided, policy);
     }
     const allowed = policy === 'allow';
     const retryAfterMs = allowed

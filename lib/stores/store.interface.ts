@@ -79,12 +79,16 @@ export interface RateLimitStore {
   ): Promise<RateLimitDecision>;
   /**
    * Gives `costs[i]` back to each policy, never past a full quota, and answers with what is left:
-   * allowed, with each policy's remaining quota. Needed by `RateLimitService.refund`.
+   * allowed, with each policy's remaining quota. With `of`, the decision that counted the
+   * request, exactly that request is given back where the algorithm can tell it apart (the
+   * log's entry, the window it was counted in). Needed by `RateLimitService.refund` and by
+   * policies that count only some outcomes.
    */
   refund?(
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
+    of?: RateLimitDecision,
   ): Promise<RateLimitDecision>;
   /** Forgets the keys' state; answers as `refund` does. Needed by `RateLimitService.reset`. */
   reset?(
@@ -114,9 +118,17 @@ export type Clock = () => number;
 /** What a store call does to the keys: the methods of {@link RateLimitStore} that decide. */
 export type StoreOperation = 'consume' | 'peek' | 'refund' | 'reset' | 'block';
 
+/** What an operation takes beside keys, policies and costs. */
+export interface OperationExtras {
+  /** `block`: how long. */
+  readonly durationMs?: number;
+  /** `refund`: the decision whose request is given back. */
+  readonly of?: RateLimitDecision;
+}
+
 /**
- * Calls `op` on `store`: with `costs` for the counting operations, `durationMs` for `block`. A
- * store without the optional method rejects with an error that names it.
+ * Calls `op` on `store`, with what `extras` holds for `block` and `refund`. A store without the
+ * optional method rejects with an error that names it.
  */
 export function invoke(
   store: RateLimitStore,
@@ -124,13 +136,14 @@ export function invoke(
   keys: readonly string[],
   policies: readonly ResolvedPolicy[],
   costs: readonly number[],
-  durationMs = 0,
+  extras?: OperationExtras,
 ): Promise<RateLimitDecision> {
   if (op === 'consume') return store.consume(keys, policies, costs);
   if (typeof store[op] !== 'function') {
     const name = store.constructor?.name ?? 'store';
     return Promise.reject(new TypeError(`The rate-limit store ${name} has no ${op}() method`));
   }
-  if (op === 'block') return store.block!(keys, policies, durationMs);
+  if (op === 'block') return store.block!(keys, policies, extras?.durationMs ?? 0);
+  if (op === 'refund') return store.refund!(keys, policies, costs, extras?.of);
   return store[op]!(keys, policies, costs);
 }

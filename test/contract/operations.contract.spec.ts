@@ -6,7 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { ALGORITHMS, type Algorithm } from '../../lib/algorithms/algorithm.js';
-import { MemoryStore, type RateLimitStore, RedisStore } from '../../lib/index.js';
+import {
+  MemoryStore,
+  type RateLimitDecision,
+  type RateLimitStore,
+  RedisStore,
+} from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
 import { TestClock, useRedis } from '../support/stores.js';
@@ -26,8 +31,10 @@ describe.each(TARGETS)('peek, refund and reset on %s', (target) => {
     const policy = resolvePolicy({ algorithm, period: '10s', threshold: 5 }, 'operations');
     const op =
       (name: 'consume' | 'peek' | 'refund' | 'reset') =>
-      (key: string, cost = 1) =>
-        store[name]!([key], [policy], [cost]);
+      (key: string, cost = 1, of?: RateLimitDecision) =>
+        name === 'refund'
+          ? store.refund!([key], [policy], [cost], of)
+          : store[name]!([key], [policy], [cost]);
     return {
       clock,
       key: () => `ops:{${randomUUID()}}`,
@@ -91,6 +98,27 @@ describe.each(TARGETS)('peek, refund and reset on %s', (target) => {
       expect(await s.consume(key)).toMatchObject({ allowed: true, remaining: 0 });
     });
 
+    it('refund of a decision gives back that request, not the latest', async () => {
+      const s = await setup(algorithm);
+      const [refunded, without] = [s.key(), s.key()];
+      const first = await s.consume(refunded);
+      for (const key of [refunded, without]) await s.consume(key);
+      s.clock.advance(100);
+      for (const key of [refunded, without]) await s.consume(key);
+      s.clock.advance(100);
+      await s.refund(refunded, 1, first);
+      const exact = ['sliding-window', 'fixed-window', 'sliding-window-counter'];
+      if (exact.includes(algorithm)) {
+        // As if the first request had never been made, now and once the others age out.
+        expect(await s.peek(refunded)).toEqual(await s.peek(without));
+        s.clock.advance(9_850);
+        expect(await s.peek(refunded)).toEqual(await s.peek(without));
+      } else {
+        // A bucket refilled meanwhile; what it got back is one request's worth.
+        expect((await s.peek(refunded)).remaining).toBe((await s.peek(without)).remaining);
+      }
+    });
+
     it('reset restores the full quota', async () => {
       const s = await setup(algorithm);
       const [key, fresh] = [s.key(), s.key()];
@@ -101,5 +129,32 @@ describe.each(TARGETS)('peek, refund and reset on %s', (target) => {
       expect(await s.peek(key)).toEqual(await s.peek(fresh));
       expect(await s.consume(key)).toEqual(await s.consume(fresh));
     });
+  });
+
+  it('refund of a request counted in a window that has passed changes the current one not at all', async () => {
+    for (const algorithm of ['fixed-window', 'sliding-window-counter'] as const) {
+      const s = await setup(algorithm);
+      const key = s.key();
+      s.clock.advance(9_000);
+      const old = await s.consume(key);
+      // Two windows on, the old window counts for nothing, even for the sliding counter.
+      s.clock.advance(11_000);
+      await s.consume(key);
+      const before = await s.peek(key);
+      await s.refund(key, 1, old);
+      expect(await s.peek(key)).toEqual(before);
+    }
+  });
+
+  it('refund of a sliding counter request from the previous window takes it off that window', async () => {
+    const s = await setup('sliding-window-counter');
+    const [refunded, without] = [s.key(), s.key()];
+    s.clock.advance(9_000);
+    const old = await s.consume(refunded);
+    await s.consume(refunded);
+    await s.consume(without);
+    s.clock.advance(2_000);
+    await s.refund(refunded, 1, old);
+    expect(await s.peek(refunded)).toEqual(await s.peek(without));
   });
 });

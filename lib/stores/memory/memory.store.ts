@@ -6,7 +6,7 @@ import {
 } from '../../algorithms/decide.js';
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { monotonicClock, toMicros } from '../clock.js';
-import { decisionFromReply } from '../decision.js';
+import { arrivalOf, decisionFromReply } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
 
 export interface MemoryStoreOptions {
@@ -74,8 +74,10 @@ export class MemoryStore implements RateLimitStore {
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
+    of?: RateLimitDecision,
   ): Promise<RateLimitDecision> {
-    return this.decide('r', keys, policies, costs);
+    const atUs = of === undefined ? undefined : arrivalOf(of);
+    return this.decide('r', keys, policies, costs, undefined, atUs);
   }
 
   reset(
@@ -101,6 +103,7 @@ export class MemoryStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
     blockUs?: number,
+    atUs?: number,
   ): Promise<RateLimitDecision> {
     const now = toMicros(this.clock());
     const args: PolicyArgs[] = new Array(policies.length);
@@ -116,9 +119,9 @@ export class MemoryStore implements RateLimitStore {
       };
     }
     this.now = now;
-    const reply = decide(op, keys, args, now, this.values);
+    const reply = decide(op, keys, args, now, this.values, atUs);
     this.sweepExpired(now, SWEEP_PER_KEY * keys.length);
-    return Promise.resolve(decisionFromReply(reply, policies));
+    return Promise.resolve(decisionFromReply(reply, policies, now));
   }
 
   /** The entries as `decide` sees them: what has expired is absent, as in Redis. */

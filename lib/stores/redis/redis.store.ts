@@ -1,6 +1,6 @@
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { toMicros } from '../clock.js';
-import { decisionFromReply } from '../decision.js';
+import { arrivalOf, decisionFromReply } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
 import {
   type RedisClient,
@@ -130,8 +130,10 @@ export class RedisStore implements RateLimitStore {
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
+    of?: RateLimitDecision,
   ): Promise<RateLimitDecision> {
-    return this.decide('r', keys, policies, costs);
+    const atUs = of === undefined ? undefined : arrivalOf(of);
+    return this.decide(atUs === undefined ? 'r' : `r${atUs}`, keys, policies, costs);
   }
 
   reset(
@@ -161,7 +163,7 @@ export class RedisStore implements RateLimitStore {
    * every policy's lock-out when set.
    */
   private async decide(
-    op: 'c' | 'p' | 'r' | 'x' | 'b',
+    op: 'c' | 'p' | 'r' | `r${number}` | 'x' | 'b',
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
@@ -180,7 +182,7 @@ export class RedisStore implements RateLimitStore {
     const reply = (await this.scripts.run(scriptFor(policies), keys, args)) as number[];
     this.deadline?.observe(reply[reply.length - 1]);
     if (reply[0] === -1) throw new StoreLateError();
-    return decisionFromReply(reply, policies);
+    return decisionFromReply(reply, policies, reply[reply.length - 1]);
   }
 
   /** Closes the client if the store owns it, resolving once the connection has ended. */
