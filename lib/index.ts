@@ -1,6 +1,7 @@
 export { RateLimitModule } from './rate-limit.module.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
+export { RateLimitInterceptor } from './rate-limit.outcomes.js';
 export { RateLimitService, type ConsumeOptions } from './rate-limit.service.js';
 export {
   RateLimitException,
@@ -27,7 +28,7 @@ export {
   type RateLimitPolicy,
   type ResolvedPolicy,
 } from './rate-limit.policy.js';
-export { type RoutePolicy } from './rate-limit.plan.js';
+export { type CountMode, type RoutePolicy } from './rate-limit.plan.js';
 export { type Algorithm } from './algorithms/algorithm.js';
 export { type HeaderMode } from './http/headers.js';
 export {

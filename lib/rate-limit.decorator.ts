@@ -1,5 +1,7 @@
 import 'reflect-metadata';
+import { UseInterceptors } from '@nestjs/common';
 import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
+import { RateLimitInterceptor } from './rate-limit.outcomes.js';
 import {
   appendTemplates,
   compileTemplates,
@@ -49,8 +51,14 @@ export function RateLimit(policies?: RoutePolicy | readonly RoutePolicy[]): Clas
     const where = `@RateLimit on ${placeName(target, propertyKey)}`;
     const holder = descriptor?.value ?? target;
     const existing = (Reflect.getOwnMetadata(RATE_LIMIT_POLICY, holder) ?? []) as PolicyTemplate[];
-    const templates = appendTemplates(existing, compileTemplates(policies, where), where);
+    const added = compileTemplates(policies, where);
+    const templates = appendTemplates(existing, added, where);
     Reflect.defineMetadata(RATE_LIMIT_POLICY, templates, holder);
+    // Outside HTTP, only an interceptor sees how a handler ended; only these handlers get it.
+    if (added.some((t) => t.count !== 'all')) {
+      if (descriptor === undefined) UseInterceptors(RateLimitInterceptor)(target as never);
+      else UseInterceptors(RateLimitInterceptor)(target, propertyKey!, descriptor);
+    }
   };
 }
 

@@ -1,15 +1,28 @@
-import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import {
+  type CanActivate,
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  Logger,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { policyHeader } from './http/headers.js';
 import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
 import { placeName } from './rate-limit.decorator.js';
 import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from './rate-limit.exception.js';
+import {
+  decideWithShadow,
+  featureKeys,
+  type RouteFeatures,
+  routeFeatures,
+  settleOnOutcome,
+} from './rate-limit.features.js';
 import { DecisionHooks } from './rate-limit.hooks.js';
 import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
 import { type PolicyTemplate, resolveCost } from './rate-limit.plan.js';
 import { type ResolvedPolicy } from './rate-limit.policy.js';
-import { RateLimitStore } from './stores/store.interface.js';
+import { type RateLimitDecision, RateLimitStore } from './stores/store.interface.js';
 import {
   newRouteMemo,
   type Rejection,
@@ -32,6 +45,8 @@ interface HandlerPlan {
   readonly route: RouteMemo;
   routeLabel: string | undefined;
   keyHead: string;
+  /** Own trackers, outcome counting or shadow mode; undefined when the route uses none. */
+  readonly features: RouteFeatures | undefined;
 }
 
 /**
@@ -52,6 +67,7 @@ export class RateLimitGuard implements CanActivate {
   private readonly plans = new WeakMap<object, Map<object, HandlerPlan | null>>();
   private readonly keys: KeyBuilder;
   private readonly hooks: DecisionHooks;
+  private readonly logger = new Logger('RateLimit');
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -72,39 +88,120 @@ export class RateLimitGuard implements CanActivate {
       if (skip === true || (skip !== false && (await skip))) return true;
     }
 
-    const tracker =
-      this.options.getTracker === undefined
-        ? transport.tracker(context, this.options.ipv6Subnet)
-        : checkTracker(await this.options.getTracker(context), plan.place);
     const policies =
       plan.policies ?? (await Promise.all(plan.templates.map((t) => t.resolve(context))));
     const costs =
       plan.costs ?? (await Promise.all(plan.templates.map((t) => resolveCost(t, context))));
+    if (plan.features !== undefined) {
+      return this.decideFeatures(context, transport, plan, plan.features, policies, costs);
+    }
 
+    const tracker =
+      this.options.getTracker === undefined
+        ? transport.tracker(context, this.options.ipv6Subnet)
+        : checkTracker(await this.options.getTracker(context), plan.place);
     const head = this.keyHead(plan, transport, context) + encodeKeyPart(tracker);
     const keys = new Array<string>(policies.length);
     for (let i = 0; i < keys.length; i++) {
       keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i], i) : plan.tails[i]);
     }
     const decision = await this.store.consume(keys, policies, costs);
+    return this.answer(context, transport, plan, policies, decision);
+  }
+
+  /** Who the call counts against, by the module's tracker. */
+  private async tracker(
+    context: ExecutionContext,
+    transport: Transport,
+    plan: HandlerPlan,
+  ): Promise<string> {
+    if (this.options.getTracker === undefined) {
+      return transport.tracker(context, this.options.ipv6Subnet);
+    }
+    return checkTracker(await this.options.getTracker(context), plan.place);
+  }
+
+  /** A route with own trackers, outcome counting or shadow policies; see `rate-limit.features`. */
+  private async decideFeatures(
+    context: ExecutionContext,
+    transport: Transport,
+    plan: HandlerPlan,
+    features: RouteFeatures,
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<boolean> {
+    const route = transport.route(context, plan.route, plan.place);
+    const keys = features.anyTracker
+      ? await featureKeys(
+          features,
+          context,
+          this.keys,
+          route,
+          () => this.tracker(context, transport, plan),
+          policies,
+          plan.place,
+        )
+      : await this.plainKeys(context, transport, plan, policies);
+    const { decision, parts } = await decideWithShadow(this.store, features, keys, policies, costs);
+    if (features.anyCount) settleOnOutcome(context, this.store, features, parts);
+    if (decision.shadow === true) {
+      this.logger.debug(`A shadow policy would have rejected a request to ${route}`);
+      if (this.hooks.onLimited !== undefined) this.hooks.limited(context, decision);
+    }
+    const enforced = parts.find((p) => !p.shadow);
+    if (enforced === undefined) {
+      if (this.hooks.onDecision !== undefined) this.hooks.decided(context, decision);
+      return true;
+    }
+    return this.answer(context, transport, plan, enforced.policies, decision, enforced.decision);
+  }
+
+  private async plainKeys(
+    context: ExecutionContext,
+    transport: Transport,
+    plan: HandlerPlan,
+    policies: readonly ResolvedPolicy[],
+  ): Promise<string[]> {
+    const head =
+      this.keyHead(plan, transport, context) +
+      encodeKeyPart(await this.tracker(context, transport, plan));
+    return policies.map((p, i) => head + KeyBuilder.tail(p, i));
+  }
+
+  /**
+   * Tells the hooks and the client, and lets the call through or turns it away. The hooks see
+   * `decision`; the client sees `shown`, the enforced policies' own decision when some are in
+   * shadow mode, so that a shadow policy never shows in headers or `Retry-After`.
+   */
+  private answer(
+    context: ExecutionContext,
+    transport: Transport,
+    plan: HandlerPlan,
+    policies: readonly ResolvedPolicy[],
+    decision: RateLimitDecision,
+    shown: RateLimitDecision = decision,
+  ): Promise<boolean> | boolean {
     if (this.hooks.onDecision !== undefined) this.hooks.decided(context, decision);
 
-    if (decision.degraded === 'allow') return true;
-    if (decision.degraded === 'deny') {
+    if (shown.degraded === 'allow') return true;
+    if (shown.degraded === 'deny') {
       return this.turnAway(context, transport, {
         reason: 'unavailable',
         message: STORE_UNAVAILABLE_MESSAGE,
-        decision,
+        decision: shown,
       });
     }
-    const header = plan.policyHeader ?? policyHeader(policies);
-    transport.report(context, this.options.headers, header, decision);
-    if (decision.allowed) return true;
-    const never = decision.retryAfterMs === Infinity;
+    const header =
+      shown === decision && plan.policyHeader !== undefined
+        ? plan.policyHeader
+        : policyHeader(policies);
+    transport.report(context, this.options.headers, header, shown);
+    if (shown.allowed) return true;
+    const never = shown.retryAfterMs === Infinity;
     return this.turnAway(context, transport, {
       reason: 'limited',
       message: never ? COST_TOO_HIGH_MESSAGE : this.options.errorMessage,
-      decision,
+      decision: shown,
     });
   }
 
@@ -173,6 +270,7 @@ export class RateLimitGuard implements CanActivate {
       route: newRouteMemo(),
       routeLabel: undefined,
       keyHead: '',
+      features: routeFeatures(templates, this.options.shadow),
     };
   }
 }

@@ -104,9 +104,15 @@ export interface RateLimitModuleOptions {
   skipIf?: (context: ExecutionContext) => boolean | Promise<boolean>;
   /**
    * Most keys the memory store holds (as the store, or as the fallback); past it the least
-   * recently used are dropped. Default 1,000,000.
+   * recently written are dropped. Default 1,000,000.
    */
   maxMemoryKeys?: number;
+  /**
+   * Every policy in shadow mode: evaluated and recorded as if enforced, but no request is turned
+   * away; `onLimited` is told of those that would have been, with `decision.shadow === true`.
+   * Default `false`.
+   */
+  shadow?: boolean;
 }
 
 /** `forRoot()` options: the module options plus whether the guard is global. */
@@ -146,6 +152,7 @@ export interface ResolvedRateLimitOptions {
   readonly onDecision: DecisionHook | undefined;
   readonly onLimited: DecisionHook | undefined;
   readonly skipIf: RateLimitModuleOptions['skipIf'];
+  readonly shadow: boolean;
 }
 
 export const DEFAULT_KEY_PREFIX = 'rate-limit';
@@ -209,6 +216,8 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
       throw configError(where, hook, raw[hook], 'a function');
     }
   }
+  const shadow = raw.shadow ?? false;
+  if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
   const maxMemoryKeys = raw.maxMemoryKeys ?? DEFAULT_MAX_MEMORY_KEYS;
   if (
     typeof maxMemoryKeys !== 'number' ||
@@ -230,5 +239,6 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     onDecision: raw.onDecision,
     onLimited: raw.onLimited,
     skipIf: raw.skipIf,
+    shadow,
   });
 }

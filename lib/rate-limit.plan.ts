@@ -12,8 +12,36 @@ import {
   resolvePolicy,
 } from './rate-limit.policy.js';
 
+/** Which requests use up a route policy's quota. */
+export type CountMode = 'all' | 'failures' | 'successes';
+export const COUNT_MODES: readonly CountMode[] = ['all', 'failures', 'successes'];
+
 /** A policy as written on a route: values may be functions of the request's context. */
-export type RoutePolicy = RateLimitPolicy<ExecutionContext>;
+export interface RoutePolicy extends RateLimitPolicy<ExecutionContext> {
+  /**
+   * Whose quota this policy counts, instead of the module's `getTracker`, e.g. the account a
+   * login form names. An empty or missing value falls back to the module's tracker. The key still
+   * includes the route.
+   *
+   * @example
+   * ```ts
+   * tracker: (ctx) => ctx.switchToHttp().getRequest().body?.username
+   * ```
+   */
+  tracker?: (context: ExecutionContext) => string | undefined | Promise<string | undefined>;
+  /**
+   * Which requests use up the quota: `'all'` (default), only `'failures'` (the handler throws, or
+   * the HTTP status is 400 or more) or only `'successes'`. Every request is counted when it
+   * arrives, so requests in flight together never pass the threshold, and given back once its
+   * outcome turns out not to count.
+   */
+  count?: CountMode;
+  /**
+   * Evaluate and record the policy as if enforced, but let a request it would reject through:
+   * `onLimited` sees it with `decision.shadow === true`. For rolling a new limit out.
+   */
+  shadow?: boolean;
+}
 
 /**
  * A declared policy, checked when it was declared. `fixed` holds the resolved policy when period
@@ -21,6 +49,10 @@ export type RoutePolicy = RateLimitPolicy<ExecutionContext>;
  */
 export interface PolicyTemplate {
   readonly fixed: ResolvedPolicy | undefined;
+  /** The policy's own tracker, if it has one. */
+  readonly tracker: RoutePolicy['tracker'];
+  readonly count: CountMode;
+  readonly shadow: boolean;
   /** The name, when known before any request: given, or derived from fixed values. */
   readonly name: string | undefined;
   readonly cost: number | ((context: ExecutionContext) => number | Promise<number>);
@@ -74,13 +106,16 @@ function checkNames(templates: PolicyTemplate[], where: string): PolicyTemplate[
   return templates;
 }
 
-function compileTemplate(policy: RoutePolicy | undefined, where: string): PolicyTemplate {
+function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): PolicyTemplate {
+  const route = checkRouteFields(routePolicy, where);
+  // The route-only fields are checked; what follows is the policy proper.
+  const policy = routePolicy as RateLimitPolicy<unknown> | undefined;
   checkShape(policy, where);
   const { period, threshold, cost = 1, name } = policy ?? {};
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
   if (typeof period !== 'function' && typeof threshold !== 'function') {
     const fixed = resolvePolicy(policy, where);
-    return { fixed, name: fixed.name, cost: costValue, where, resolve: () => fixed };
+    return { ...route, fixed, name: fixed.name, cost: costValue, where, resolve: () => fixed };
   }
   // Check now what does not depend on the request, so mistakes surface at startup.
   checkAlgorithm(policy?.algorithm, where);
@@ -107,6 +142,7 @@ function compileTemplate(policy: RoutePolicy | undefined, where: string): Policy
     return resolved;
   };
   return {
+    ...route,
     fixed: undefined,
     name,
     cost: costValue,
@@ -119,6 +155,22 @@ function compileTemplate(policy: RoutePolicy | undefined, where: string): Policy
       return resolveWith(p, t);
     },
   };
+}
+
+function checkRouteFields(policy: RoutePolicy | undefined, where: string) {
+  if (policy === null || typeof policy !== 'object')
+    return { tracker: undefined, count: 'all' as const, shadow: false };
+  const tracker = policy?.tracker;
+  if (tracker !== undefined && typeof tracker !== 'function') {
+    throw configError(where, 'tracker', tracker, 'a function of the ExecutionContext');
+  }
+  const count = policy?.count ?? 'all';
+  if (!COUNT_MODES.includes(count)) {
+    throw configError(where, 'count', count, `one of ${COUNT_MODES.join(', ')}`);
+  }
+  const shadow = policy?.shadow ?? false;
+  if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
+  return { tracker, count, shadow };
 }
 
 /** The cost of one request under a template, checked: a positive integer. */

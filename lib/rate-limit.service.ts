@@ -177,6 +177,19 @@ export class RateLimitService {
           'plain values: there is no request context here',
         );
       }
+      for (const field of ['tracker', 'count', 'shadow'] as const) {
+        const given = (Array.isArray(policy) ? policy : [policy]).find(
+          (p) => p?.[field] !== undefined,
+        );
+        if (given !== undefined) {
+          throw configError(
+            WHERE,
+            field,
+            given[field],
+            'omitted: it applies to @RateLimit routes only',
+          );
+        }
+      }
       compiled = {
         policies: templates.map((t) => t.fixed!),
         costs: templates.map((t) => t.cost as number),

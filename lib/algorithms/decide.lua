@@ -90,7 +90,7 @@ for i = 1, #KEYS do
   policies[i] = p
   if op == 'x' then
     redis.call('DEL', KEYS[i])
-  elseif op == 'r' then
+  elseif op == 'r' and p.cost > 0 then
     p.algorithm.refund(KEYS[i], now, p, slack, at)
   elseif op == 'b' then
     lock_out(KEYS[i], p)

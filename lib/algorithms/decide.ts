@@ -40,7 +40,7 @@ export function decide(
   const n = keys.length;
   for (let i = 0; i < n; i++) {
     if (op === 'x') values.delete(keys[i]);
-    else if (op === 'r') refund(keys[i], now, policies[i], values, at);
+    else if (op === 'r' && policies[i].cost > 0) refund(keys[i], now, policies[i], values, at);
     else if (op === 'b') lockOut(keys[i], now, policies[i], values);
   }
   // What is left after a refund or reset is what a request of no cost would see.

@@ -56,6 +56,20 @@ export class KeyBuilder {
     return `}:${index}:${policy.id}`;
   }
 
+  /**
+   * The constant part of the keys of a route whose policies count different trackers:
+   * `<prefix>:{<route>}|`. The route alone is the hash tag, so one decision's keys still share a
+   * slot; the brace before `|` keeps these keys apart from those of {@link routeHead}.
+   */
+  routeTagHead(route: string): string {
+    return `${this.prefix}:{${encodeKeyPart(route)}}|`;
+  }
+
+  /** What follows the tracker in a {@link routeTagHead} key: `:<index>:<policy id>`. */
+  static tagTail(policy: ResolvedPolicy, index: number): string {
+    return `:${index}:${policy.id}`;
+  }
+
   /** A key for programmatic use; the missing `|` keeps it apart from every route key. */
   forKey(key: string, policy: ResolvedPolicy, index: number): string {
     return `${this.prefix}:{${encodeKeyPart(key)}${KeyBuilder.tail(policy, index)}`;

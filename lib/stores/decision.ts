@@ -52,6 +52,8 @@ export function decisionFromReply(
  */
 class StoreDecision implements RateLimitDecision {
   readonly #atUs: number | undefined;
+  // Present only when set, as on any other decision: `'degraded' in decision` stays meaningful.
+  declare readonly degraded?: StoreErrorPolicy;
 
   constructor(
     readonly allowed: boolean,
@@ -60,10 +62,11 @@ class StoreDecision implements RateLimitDecision {
     readonly resetAfterMs: number,
     readonly retryAfterMs: number,
     readonly policies: readonly PolicyDecision[],
-    readonly degraded: StoreErrorPolicy | undefined,
+    degraded: StoreErrorPolicy | undefined,
     atUs: number | undefined,
   ) {
     this.#atUs = atUs;
+    if (degraded !== undefined) (this as { degraded?: StoreErrorPolicy }).degraded = degraded;
   }
 
   static arrivalOf(decision: RateLimitDecision): number | undefined {

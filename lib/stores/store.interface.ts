@@ -37,6 +37,11 @@ export interface RateLimitDecision {
    * instance's memory store decided), `'allow'` or `'deny'`.
    */
   readonly degraded?: StoreErrorPolicy;
+  /**
+   * Set on a route's decision when the request passed only because the policies that rejected
+   * it are in shadow mode (`shadow: true`): it is what `onLimited` is told about such requests.
+   */
+  readonly shadow?: boolean;
 }
 
 /** What answers while the store fails: the memory store, or allow all, or deny all (503). */

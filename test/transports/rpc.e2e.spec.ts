@@ -57,6 +57,23 @@ describe('microservice handlers over TCP', () => {
     outcomes.map((o) => ('answer' in o ? 'ok' : o.error.statusCode));
   const sum = { cmd: 'sum' };
 
+  it("counts only failed calls with count: 'failures', through the interceptor", async () => {
+    const a = await app();
+    const user = { id: uniqueUser() };
+    const passing = await series(a, 'check', 5, { pass: true, user });
+    expect(passing.map((o) => ('answer' in o ? o.answer : o.error))).toEqual(
+      Array(5).fill('passed'),
+    );
+    const failing = await series(a, 'check', 3, { pass: false, user });
+    expect(failing.map((o) => ('error' in o ? o.error.message : 'ok'))).toEqual([
+      'check failed',
+      'check failed',
+      'Too Many Requests',
+    ]);
+    // Now even a call that would pass is turned away: two failures used the quota up.
+    expect(codes(await series(a, 'check', 1, { pass: true, user }))).toEqual([429]);
+  });
+
   it('answers a @MessagePattern twice, then an RpcException with retryAfterMs; the next call after the wait passes', async () => {
     const a = await app();
     const data = { numbers: [1, 2, 3], user: { id: uniqueUser() } };

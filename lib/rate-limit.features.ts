@@ -1,0 +1,200 @@
+import { type ExecutionContext, Logger } from '@nestjs/common';
+import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
+import { type CountMode, type PolicyTemplate } from './rate-limit.plan.js';
+import { watchOutcome } from './rate-limit.outcomes.js';
+import { type ResolvedPolicy } from './rate-limit.policy.js';
+import { combineDecisions } from './stores/decision.js';
+import {
+  invoke,
+  type PolicyDecision,
+  type RateLimitDecision,
+  type RateLimitStore,
+} from './stores/store.interface.js';
+
+/**
+ * What a route uses beyond "count every request of the module's tracker, enforced": policies with
+ * their own tracker, counting only some outcomes, or in shadow mode. Worked out once per handler;
+ * a route that uses none has no features and takes none of these steps.
+ */
+export interface RouteFeatures {
+  readonly trackers: ReadonlyArray<PolicyTemplate['tracker']>;
+  readonly anyTracker: boolean;
+  /** Several policies, some with their own tracker: their keys share the route as hash tag. */
+  readonly routeTag: boolean;
+  readonly shadow: readonly boolean[];
+  readonly anyShadow: boolean;
+  readonly counts: readonly CountMode[];
+  readonly anyCount: boolean;
+}
+
+/** The features of a handler's templates, or undefined when it uses none. */
+export function routeFeatures(
+  templates: readonly PolicyTemplate[],
+  shadowAll: boolean,
+): RouteFeatures | undefined {
+  const trackers = templates.map((t) => t.tracker);
+  const shadow = templates.map((t) => shadowAll || t.shadow);
+  const counts = templates.map((t) => t.count);
+  const anyTracker = trackers.some((t) => t !== undefined);
+  const anyShadow = shadow.some(Boolean);
+  const anyCount = counts.some((c) => c !== 'all');
+  if (!anyTracker && !anyShadow && !anyCount) return undefined;
+  const routeTag = anyTracker && templates.length > 1;
+  return { trackers, anyTracker, routeTag, shadow, anyShadow, counts, anyCount };
+}
+
+// Kept apart from the module's trackers (`user:…`, `ip:…`), so that a policy's value, say a
+// username, can never name another caller's bucket.
+const POLICY_TRACKER_MARK = '~';
+
+/**
+ * The keys of a route whose policies have trackers of their own. `head` is the route's head, for
+ * the module's tracker; with `routeTag`, keys read `<prefix>:{<route>}|<tracker>:<i>:<id>`.
+ */
+export async function featureKeys(
+  features: RouteFeatures,
+  context: ExecutionContext,
+  keys: KeyBuilder,
+  route: string,
+  moduleTracker: () => string | Promise<string>,
+  policies: readonly ResolvedPolicy[],
+  place: string,
+): Promise<string[]> {
+  const out = new Array<string>(policies.length);
+  let fallback: string | undefined;
+  for (let i = 0; i < policies.length; i++) {
+    const own = features.trackers[i];
+    let value = own === undefined ? undefined : policyTracker(await own(context), place);
+    value ??= fallback ??= await moduleTracker();
+    out[i] = features.routeTag
+      ? `${keys.routeTagHead(route)}${encodeKeyPart(value)}${KeyBuilder.tagTail(policies[i], i)}`
+      : `${keys.routeHead(route)}${encodeKeyPart(value)}${KeyBuilder.tail(policies[i], i)}`;
+  }
+  return out;
+}
+
+/** A policy tracker's value, marked; undefined (the module's tracker then) when empty. */
+function policyTracker(value: unknown, place: string): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value === 'string') return POLICY_TRACKER_MARK + value;
+  if (typeof value === 'number' && Number.isFinite(value)) return POLICY_TRACKER_MARK + value;
+  throw new TypeError(
+    `@RateLimit on ${place}: tracker must return a string (or nothing); it returned ${typeof value}`,
+  );
+}
+
+/**
+ * Decides a route with shadow policies: the enforced and the shadow ones in two calls, each all
+ * or nothing on its own. The request is allowed when the enforced ones allow it; the decision
+ * lists every policy, and says `shadow: true` when only shadow policies rejected it.
+ */
+export async function decideWithShadow(
+  store: RateLimitStore,
+  features: RouteFeatures,
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+): Promise<{ decision: RateLimitDecision; parts: DecisionPart[] }> {
+  const parts = splitByShadow(features, keys, policies, costs);
+  const decided = await Promise.all(parts.map((p) => store.consume(p.keys, p.policies, p.costs)));
+  const byPolicy: PolicyDecision[] = new Array(policies.length);
+  decided.forEach((d, n) => parts[n].indexes.forEach((i, j) => (byPolicy[i] = d.policies[j])));
+  parts.forEach((part, n) => (part.decision = decided[n]));
+  const enforced = parts.find((p) => !p.shadow)?.decision;
+  const allowed = enforced?.allowed ?? true;
+  const merged = combineDecisions(allowed, byPolicy);
+  const shadowRejected = parts.some((p) => p.shadow && !p.decision!.allowed);
+  const degraded = decided.find((d) => d.degraded !== undefined)?.degraded;
+  const decision: RateLimitDecision = {
+    ...pick(merged),
+    ...(degraded === undefined ? {} : { degraded }),
+    ...(allowed && shadowRejected ? { shadow: true } : {}),
+  };
+  return { decision, parts };
+}
+
+/** One store call of a decision: some of the route's policies. */
+export interface DecisionPart {
+  readonly shadow: boolean;
+  readonly indexes: number[];
+  readonly keys: string[];
+  readonly policies: ResolvedPolicy[];
+  readonly costs: number[];
+  decision?: RateLimitDecision;
+}
+
+function splitByShadow(
+  features: RouteFeatures,
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+): DecisionPart[] {
+  const parts: DecisionPart[] = [];
+  for (const shadow of [false, true]) {
+    const indexes = policies.map((_, i) => i).filter((i) => features.shadow[i] === shadow);
+    if (indexes.length === 0) continue;
+    parts.push({
+      shadow,
+      indexes,
+      keys: indexes.map((i) => keys[i]),
+      policies: indexes.map((i) => policies[i]),
+      costs: indexes.map((i) => costs[i]),
+    });
+  }
+  return parts;
+}
+
+const pick = ({
+  allowed,
+  limit,
+  remaining,
+  resetAfterMs,
+  retryAfterMs,
+  policies,
+}: RateLimitDecision) => ({
+  allowed,
+  limit,
+  remaining,
+  resetAfterMs,
+  retryAfterMs,
+  policies,
+});
+
+const logger = new Logger('RateLimit');
+let refundFailures = 0;
+
+/**
+ * Once the request's outcome is known, gives back what the policies that do not count it have
+ * counted: `'failures'` policies on success, `'successes'` policies on failure. Only parts the
+ * store allowed counted anything. A refund that fails is logged (the first few), never thrown.
+ */
+export function settleOnOutcome(
+  context: ExecutionContext,
+  store: RateLimitStore,
+  features: RouteFeatures,
+  parts: readonly DecisionPart[],
+): void {
+  watchOutcome(context, (succeeded) => {
+    for (const part of parts) {
+      const decision = part.decision!;
+      if (!decision.allowed) continue;
+      // The whole key set, as counted (the block cache knows it by that set); a policy that
+      // counts this outcome gets 0 back.
+      const costs = part.indexes.map((i, j) =>
+        givesBack(features.counts[i], succeeded) ? part.costs[j] : 0,
+      );
+      if (costs.every((c) => c === 0)) continue;
+      invoke(store, 'refund', part.keys, part.policies, costs, { of: decision }).catch(
+        (error: unknown) => {
+          if (refundFailures++ < 5) {
+            logger.warn(`Giving back a request that does not count failed: ${String(error)}`);
+          }
+        },
+      );
+    }
+  });
+}
+
+function givesBack(mode: CountMode, succeeded: boolean): boolean {
+  return mode === 'failures' ? succeeded : mode === 'successes' ? !succeeded : false;
+}
