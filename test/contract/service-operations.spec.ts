@@ -85,6 +85,10 @@ describe.each(STORE_KINDS)('RateLimitService operations on the %s store', (kind)
     expect(() => limiter.peek('k', LOGIN, { cost: 0 })).toThrow(
       /RateLimitService\.peek: cost must be a positive integer, got 0/,
     );
+    const routeOnly = { ...LOGIN, count: 'failures' } as RateLimitPolicy;
+    expect(() => limiter.consume('k', routeOnly)).toThrow(
+      /count must be omitted: it applies to @RateLimit routes only, got "failures"/,
+    );
   });
 });
 

@@ -79,6 +79,22 @@ describe('GraphQL resolvers (Apollo on Express)', () => {
     expect(retryAfter).toBe(Math.ceil(retryAfterMs / 1000));
   });
 
+  it("counts only failed resolutions with count: 'failures', through the interceptor", async () => {
+    const a = await app();
+    const user = uniqueUser();
+    const right = await series(a, '{ verify(code: "right") }', 4, user);
+    expect(right.map((r) => r.body.data.verify)).toEqual(Array(4).fill('verified'));
+    const wrong = await series(a, '{ verify(code: "nope") }', 3, user);
+    expect(wrong.map((r) => (r.body as GraphQLBody).errors?.[0]?.message)).toEqual([
+      'wrong code',
+      'wrong code',
+      'Too Many Requests',
+    ]);
+    expect(outcomes(await series(a, '{ verify(code: "right") }', 1, user), 'verify')).toEqual([
+      'TOO_MANY_REQUESTS',
+    ]);
+  });
+
   it('sets the rate-limit headers on the HTTP response, found through req.res by default', async () => {
     const a = await app();
     const user = uniqueUser();

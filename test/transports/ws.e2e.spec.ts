@@ -101,6 +101,19 @@ describe('WebSocket gateways (Socket.IO)', () => {
     expect(socket.connected).toBe(true);
   });
 
+  it("counts only failed messages with count: 'failures', through the interceptor", async () => {
+    const a = await app();
+    const socket = await client(a, uniqueUser());
+    expect(await series(socket, 'guess', 4, 'right')).toEqual(Array(4).fill({ answer: 'right!' }));
+    const wrong = await series(socket, 'guess', 3, 'nope');
+    expect(wrong.map((o) => ('exception' in o ? o.exception.message : 'ok'))).toEqual([
+      'wrong guess',
+      'wrong guess',
+      'Too Many Requests',
+    ]);
+    expect(codes(await series(socket, 'guess', 1, 'right'))).toEqual([429]);
+  });
+
   it('keys on ws:<event> and the user from client.data.user, so users are apart', async () => {
     const keyPrefix = uniquePrefix();
     const a = await app({ keyPrefix });

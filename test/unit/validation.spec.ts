@@ -79,6 +79,26 @@ describe('policies', () => {
     expect(() => resolvePolicy({ blockDuration: blockDuration as number }, 'w')).toThrow(message);
   });
 
+  it.each([
+    [{ count: 'errors' }, /count must be one of all, failures, successes, got "errors"/],
+    [{ tracker: 'username' }, /tracker must be a function of the ExecutionContext, got "username"/],
+    [{ shadow: 'yes' }, /shadow must be true or false, got "yes"/],
+  ])('rejects the route field in %j when applied, naming the route', (fields, message) => {
+    class AccountsController {
+      login() {}
+    }
+    const descriptor = Object.getOwnPropertyDescriptor(AccountsController.prototype, 'login')!;
+    const apply = () =>
+      RateLimit({ threshold: 3, ...(fields as object) })(
+        AccountsController.prototype,
+        'login',
+        descriptor,
+      );
+    expect(apply).toThrow(
+      new RegExp(`^@RateLimit on AccountsController.login: ${message.source}$`),
+    );
+  });
+
   it('checks blockDuration when the decorator is applied, even on a dynamic policy', () => {
     class LoginController {}
     expect(() => RateLimit({ threshold: () => 3, blockDuration: 0 })(LoginController)).toThrow(
