@@ -1,6 +1,7 @@
 import { Logger, Module } from '@nestjs/common';
 import { RateLimitModule, type RedisConnection } from 'nest-rate-limit';
 import { createClient } from 'redis';
+import { AuthController } from './auth.controller.js';
 import { HelloController } from './hello.controller.js';
 import { ItemsController } from './items.controller.js';
 import { countDecision, MetricsController } from './metrics.js';
@@ -35,6 +36,6 @@ async function redisConnection(logger: Logger): Promise<RedisConnection | undefi
       },
     }),
   ],
-  controllers: [HelloController, ItemsController, MetricsController],
+  controllers: [HelloController, ItemsController, AuthController, MetricsController],
 })
 export class AppModule {}

@@ -71,6 +71,12 @@ export function createStore(
     // A memory store cannot fail or stall, so there is nothing to guard it against.
     if (store instanceof MemoryStore)
       return { store, owned: false, kind: 'custom', ready: nothingToAwait };
+    if (store instanceof RedisStore) {
+      // Handed over ready-made, it gets what the module gives the Redis stores it builds.
+      store.answerWithinByDefault(options.timeout);
+      const ready = () => connected(store);
+      return { store: resilient(store, false), owned: true, kind: 'redis', ready };
+    }
     return { store: resilient(store, false), owned: true, kind: 'custom', ready: nothingToAwait };
   }
   if (redis === undefined)

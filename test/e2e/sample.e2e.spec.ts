@@ -41,6 +41,17 @@ describe('the sample app', () => {
       expect((await request(server).get('/items/health')).status).toBe(200);
   });
 
+  it('locks an account out of /auth/login after five wrong passwords, and only that account', async () => {
+    const server = app.getHttpServer();
+    const login = (username: string, password: string) =>
+      request(server).post('/auth/login').send({ username, password });
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await login('ann', 'guess')).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    expect((await login('ann', 'open-sesame')).status).toBe(429);
+    for (let i = 0; i < 7; i++) expect((await login('bob', 'open-sesame')).status).toBe(200);
+  });
+
   it('counts those decisions on /metrics through onDecision, without limiting /metrics itself', async () => {
     const res = await request(app.getHttpServer()).get('/metrics');
     expect(res.status).toBe(200);

@@ -10,6 +10,7 @@ import { Test } from '@nestjs/testing';
 import {
   type RateLimitDecision,
   RateLimitModule,
+  RedisStore,
   type RateLimitPolicy,
   RateLimitService,
 } from '../../lib/index.js';
@@ -36,11 +37,12 @@ describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s
     await redis.stop();
   });
 
-  async function boot(): Promise<RateLimitService> {
+  async function boot(as: 'redis' | 'store' = 'redis'): Promise<RateLimitService> {
     prefix = `late-${kind.replace(/\W/g, '')}-${Date.now()}`;
     const client = await redis.connect(kind, { libraryDefaults: true });
+    const connection = as === 'redis' ? { redis: client } : { store: new RedisStore({ client }) };
     const ref = await Test.createTestingModule({
-      imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: prefix, timeout: 100 })],
+      imports: [RateLimitModule.forRoot({ ...connection, keyPrefix: prefix, timeout: 100 })],
     }).compile();
     app = ref.createNestApplication({ logger: false });
     await app.init();
@@ -80,21 +82,24 @@ describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s
     expect(after.degraded).toBeUndefined();
   });
 
-  it('while Redis is paused, the commands it runs afterwards record nothing', async () => {
-    const limiter = await boot();
-    for (let i = 0; i < 2; i++) await limiter.consume('victim', POLICY);
-    expect(await victimCount()).toBe(2);
+  it.each(['redis', 'store'] as const)(
+    'while Redis is paused, the commands it runs afterwards record nothing (client as %s)',
+    async (as) => {
+      const limiter = await boot(as);
+      for (let i = 0; i < 2; i++) await limiter.consume('victim', POLICY);
+      expect(await victimCount()).toBe(2);
 
-    await redis.client().client('PAUSE', 1000);
-    const during = await Promise.all(
-      Array.from({ length: 10 }, () => limiter.consume('victim', POLICY)),
-    );
-    expect(during.every((d) => d.degraded === 'memory')).toBe(true);
+      await redis.client().client('PAUSE', 1000);
+      const during = await Promise.all(
+        Array.from({ length: 10 }, () => limiter.consume('victim', POLICY)),
+      );
+      expect(during.every((d) => d.degraded === 'memory')).toBe(true);
 
-    await sleep(1000);
-    await untilShared(limiter);
-    await sleep(200);
-    // The two made before the pause, and nothing from the decisions sent during it.
-    expect(await victimCount()).toBe(2);
-  });
+      await sleep(1000);
+      await untilShared(limiter);
+      await sleep(200);
+      // The two made before the pause, and nothing from the decisions sent during it.
+      expect(await victimCount()).toBe(2);
+    },
+  );
 });

@@ -57,7 +57,7 @@ export class RedisStore implements RateLimitStore {
   private readonly scripts: ScriptClient;
   private readonly ownsClient: boolean;
   private readonly clock: Clock | undefined;
-  private readonly deadline: AnswerDeadline | undefined;
+  private deadline: AnswerDeadline | undefined;
 
   constructor(options: RedisStoreOptions) {
     const scripts = scriptClientFor(options?.client);
@@ -73,6 +73,16 @@ export class RedisStore implements RateLimitStore {
     // A simulated clock has no relation to the time at which Redis runs the script.
     if (options.answerWithinMs !== undefined && options.clock === undefined) {
       this.deadline = new AnswerDeadline(options.answerWithinMs);
+    }
+  }
+
+  /**
+   * Sets `answerWithinMs` when it was not given: the module does so with its `timeout` for a
+   * store it is handed, as for the stores it builds.
+   */
+  answerWithinByDefault(ms: number): void {
+    if (this.deadline === undefined && this.clock === undefined) {
+      this.deadline = new AnswerDeadline(ms);
     }
   }
 
