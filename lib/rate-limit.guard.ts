@@ -185,11 +185,8 @@ export class RateLimitGuard implements CanActivate {
 
     if (shown.degraded === 'allow') return true;
     if (shown.degraded === 'deny') {
-      return this.turnAway(context, transport, {
-        reason: 'unavailable',
-        message: STORE_UNAVAILABLE_MESSAGE,
-        decision: shown,
-      });
+      const rejection = { reason: 'unavailable', message: STORE_UNAVAILABLE_MESSAGE } as const;
+      return this.turnAway(context, transport, { ...rejection, decision: shown }, decision);
     }
     const header =
       shown === decision && plan.policyHeader !== undefined
@@ -198,19 +195,23 @@ export class RateLimitGuard implements CanActivate {
     transport.report(context, this.options.headers, header, shown);
     if (shown.allowed) return true;
     const never = shown.retryAfterMs === Infinity;
-    return this.turnAway(context, transport, {
-      reason: 'limited',
-      message: never ? COST_TOO_HIGH_MESSAGE : this.options.errorMessage,
-      decision: shown,
-    });
+    const message = never ? COST_TOO_HIGH_MESSAGE : this.options.errorMessage;
+    return this.turnAway(
+      context,
+      transport,
+      { reason: 'limited', message, decision: shown },
+      decision,
+    );
   }
 
+  /** `told` is what `onLimited` sees: the same decision `onDecision` saw. */
   private async turnAway(
     context: ExecutionContext,
     transport: Transport,
     rejection: Rejection,
+    told: RateLimitDecision,
   ): Promise<never> {
-    if (this.hooks.onLimited !== undefined) this.hooks.limited(context, rejection.decision);
+    if (this.hooks.onLimited !== undefined) this.hooks.limited(context, told);
     throw await transport.reject(context, rejection);
   }
 

@@ -33,8 +33,6 @@ interface Compiled {
   readonly costs: readonly number[];
 }
 
-const WHERE = 'RateLimitService.consume';
-
 /**
  * Rate limiting outside HTTP handlers: queues, jobs, sockets, or any code path. Uses the same
  * store, key prefix and algorithms as the guard.
@@ -157,21 +155,21 @@ export class RateLimitService {
     const where = `RateLimitService.${op}`;
     if (typeof key !== 'string' || key === '')
       throw configError(where, 'key', key, 'a non-empty string');
-    const { policies, costs } = this.compile(policy);
+    const { policies, costs } = this.compile(policy, where);
     const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
     const keys = policies.map((p, i) => this.keys.forKey(key, p, i));
     const all = cost === undefined ? costs : policies.map(() => cost);
     return invoke(this.store, op, keys, policies, all, extras);
   }
 
-  private compile(policy: RateLimitPolicy | readonly RateLimitPolicy[]): Compiled {
+  private compile(policy: RateLimitPolicy | readonly RateLimitPolicy[], where: string): Compiled {
     const cacheable = typeof policy === 'object' && policy !== null;
     let compiled = cacheable ? this.compiled.get(policy) : undefined;
     if (compiled === undefined) {
-      const templates = compileTemplates(policy as RoutePolicy | readonly RoutePolicy[], WHERE);
+      const templates = compileTemplates(policy as RoutePolicy | readonly RoutePolicy[], where);
       if (templates.some((t) => t.fixed === undefined || typeof t.cost !== 'number')) {
         throw configError(
-          WHERE,
+          where,
           'policy',
           'a function',
           'plain values: there is no request context here',
@@ -183,7 +181,7 @@ export class RateLimitService {
         );
         if (given !== undefined) {
           throw configError(
-            WHERE,
+            where,
             field,
             given[field],
             'omitted: it applies to @RateLimit routes only',

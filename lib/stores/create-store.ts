@@ -74,6 +74,7 @@ export function createStore(
     if (store instanceof RedisStore) {
       // Handed over ready-made, it gets what the module gives the Redis stores it builds.
       store.answerWithinByDefault(options.timeout);
+      warnIfNeverOpened(store, logger);
       const ready = () => connected(store);
       return { store: resilient(store, false), owned: true, kind: 'redis', ready };
     }
@@ -87,11 +88,7 @@ export function createStore(
       clock,
       answerWithinMs: options.timeout,
     });
-    if (primary.neverOpened) {
-      logger.warn(
-        `The ${primary.library} client passed as redis is not connected; call its connect() first (until then the fallback answers)`,
-      );
-    }
+    warnIfNeverOpened(primary, logger);
     return {
       store: resilient(primary, false),
       owned: true,
@@ -125,6 +122,13 @@ export function createStore(
     kind: 'redis',
     ready: () => connected(primary),
   };
+}
+
+function warnIfNeverOpened(store: RedisStore, logger: OutageLogger): void {
+  if (!store.neverOpened) return;
+  logger.warn(
+    `The ${store.library} client passed to RateLimitModule is not connected; call its connect() first (until then the fallback answers)`,
+  );
 }
 
 /**

@@ -113,6 +113,10 @@ export class ResilientStore implements RateLimitStore {
     costs: readonly number[],
     extras?: OperationExtras,
   ): Promise<RateLimitDecision> {
+    // A store that lacks the method is a mistake to report, not an outage to fall back from.
+    if (op !== 'consume' && typeof this.primary[op] !== 'function') {
+      return invoke(this.primary, op, keys, policies, costs, extras);
+    }
     if (!this.breaker.allow(performance.now())) {
       return this.degrade(keys, policies, costs, op, extras);
     }

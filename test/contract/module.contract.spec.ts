@@ -315,7 +315,7 @@ describe('Redis: several app instances', () => {
       warn.mockRestore();
     }
     expect(warnings[0]).toMatch(
-      /node-redis client passed as redis is not connected; call its connect\(\)/,
+      /node-redis client passed to RateLimitModule is not connected; call its connect\(\)/,
     );
   });
 

@@ -7,7 +7,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
+  MemoryStore,
   RateLimitModule,
+  type RateLimitStore,
   type RateLimitPolicy,
   type RateLimitRootOptions,
   RateLimitService,
@@ -89,6 +91,27 @@ describe.each(STORE_KINDS)('RateLimitService operations on the %s store', (kind)
     expect(() => limiter.consume('k', routeOnly)).toThrow(
       /count must be omitted: it applies to @RateLimit routes only, got "failures"/,
     );
+  });
+});
+
+describe('a custom store with consume() only', () => {
+  it('rejects the operations it lacks, naming them, and keeps deciding through the store', async () => {
+    const memory = new MemoryStore();
+    const store: RateLimitStore = { consume: (k, p, c) => memory.consume(k, p, c) };
+    const ref = await Test.createTestingModule({
+      imports: [RateLimitModule.forRoot({ store })],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    const limiter = app.get(RateLimitService);
+    for (let i = 0; i < 5; i++) {
+      await expect(limiter.refund('k', LOGIN)).rejects.toThrow(/has no refund\(\) method/);
+    }
+    // Not taken for an outage: decisions still come from the store.
+    const decision = await limiter.consume('k', LOGIN);
+    expect(decision).toMatchObject({ allowed: true, remaining: 2 });
+    expect(decision.degraded).toBeUndefined();
+    await app.close();
   });
 });
 
