@@ -33,6 +33,15 @@ interface Compiled {
   readonly costs: readonly number[];
 }
 
+// Built once: the hot path must not assemble the place name of an error it rarely throws.
+const WHERE: Readonly<Record<StoreOperation, string>> = {
+  consume: 'RateLimitService.consume',
+  peek: 'RateLimitService.peek',
+  refund: 'RateLimitService.refund',
+  reset: 'RateLimitService.reset',
+  block: 'RateLimitService.block',
+};
+
 /**
  * Rate limiting outside HTTP handlers: queues, jobs, sockets, or any code path. Uses the same
  * store, key prefix and algorithms as the guard.
@@ -152,7 +161,7 @@ export class RateLimitService {
     options: ConsumeOptions | undefined,
     extras?: OperationExtras,
   ): Promise<RateLimitDecision> {
-    const where = `RateLimitService.${op}`;
+    const where = WHERE[op];
     if (typeof key !== 'string' || key === '')
       throw configError(where, 'key', key, 'a non-empty string');
     const { policies, costs } = this.compile(policy, where);
