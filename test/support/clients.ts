@@ -1,5 +1,5 @@
 /** Clients of both Redis libraries, so suites can run the same scenarios on each. */
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClientV5, createCluster as createClusterV5 } from 'redis-v5';
 import { type RedisClient } from '../../lib/index.js';
@@ -58,21 +58,28 @@ export async function openClient(
   return client;
 }
 
+/**
+ * ioredis Cluster options for tests: after a master dies, retry on another node soon and refresh
+ * the slot map often, so commands reach the promoted replica within a second or two of the
+ * promotion.
+ */
+export const CLUSTER_CLIENT_DEFAULTS: Readonly<ClusterOptions> = Object.freeze({
+  scaleReads: 'master',
+  retryDelayOnFailover: 100,
+  retryDelayOnClusterDown: 100,
+  retryDelayOnMoved: 50,
+  slotsRefreshTimeout: 500,
+  slotsRefreshInterval: 1000,
+  redisOptions: { connectTimeout: 1000 },
+});
+
 /** A connected cluster client of `kind`, following failovers promptly. */
 export async function openClusterClient(
   kind: ClientKind,
   startupNodes: readonly Address[],
 ): Promise<RedisClient> {
   if (kind === 'ioredis') {
-    const client = new Cluster([...startupNodes], {
-      scaleReads: 'master',
-      retryDelayOnFailover: 100,
-      retryDelayOnClusterDown: 100,
-      retryDelayOnMoved: 50,
-      slotsRefreshTimeout: 500,
-      slotsRefreshInterval: 1000,
-      redisOptions: { connectTimeout: 1000 },
-    });
+    const client = new Cluster([...startupNodes], CLUSTER_CLIENT_DEFAULTS);
     client.on('error', ignore);
     await client.ping();
     return client;

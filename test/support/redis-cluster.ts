@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, type ClusterOptions, Redis } from 'ioredis';
 import { type RedisClient } from '../../lib/index.js';
-import { type ClientKind, closeClient as closeAnyClient, openClusterClient } from './clients.js';
+import {
+  type ClientKind,
+  closeClient as closeAnyClient,
+  CLUSTER_CLIENT_DEFAULTS,
+  openClusterClient,
+} from './clients.js';
 import { waitFor } from './wait-for.js';
 import { freePort, isRunning, notOnPath, spawnRedisServer, stopProcess } from './redis-process.js';
 
@@ -56,20 +61,6 @@ export interface StartClusterOptions {
   /** Spawn nodes even when `REDIS_CLUSTER_URLS` is set: fault tests need nodes of their own to kill. */
   own?: boolean;
 }
-
-/**
- * Client options for tests: after a master dies, retry on another node soon and refresh the slot
- * map often, so commands reach the promoted replica within a second or two of the promotion.
- */
-export const CLUSTER_CLIENT_DEFAULTS: Readonly<ClusterOptions> = Object.freeze({
-  scaleReads: 'master',
-  retryDelayOnFailover: 100,
-  retryDelayOnClusterDown: 100,
-  retryDelayOnMoved: 50,
-  slotsRefreshTimeout: 500,
-  slotsRefreshInterval: 1000,
-  redisOptions: { connectTimeout: 1000 },
-});
 
 /**
  * Starts three masters (plus one replica each when asked) as private redis-servers on free ports
