@@ -25,10 +25,16 @@ import { waitFor } from '../support/wait-for.js';
 
 const HOST = '127.0.0.1';
 const TIMEOUT_MS = 100;
-// The shared deadline ticks every 25 ms; the rest covers event-loop and GC pauses while a
-// sentinel, two servers and the suite share two cores. A node-redis sentinel client stays ready
-// while its master is gone, so its decisions run into the timeout rather than failing at once.
-const MARGIN_MS = 100;
+// How long past the timeout a decision may take during the failover. ioredis fails at once
+// while its master is gone, so its decisions take milliseconds; the margin is the deadline's
+// 25 ms tick plus scheduling noise on two cores. A node-redis sentinel client stays ready while
+// its master is gone, so every decision runs into the deadline, and GC or scheduling pauses add
+// to that: 213 ms was seen in a clean CI run. For it the bound says "no call hangs".
+const MARGIN_MS: Record<ClientKind, number> = {
+  ioredis: 100,
+  'node-redis': 400,
+  'node-redis@5': 400,
+};
 
 interface Node {
   port: number;
@@ -162,7 +168,7 @@ describe.each(CLIENT_KINDS)('failover under Redis Sentinel through %s', (kind) =
         `meanwhile, slowest ${Math.max(...latencies).toFixed(1)} ms\n`,
     );
 
-    expect(Math.max(...latencies)).toBeLessThanOrEqual(TIMEOUT_MS + MARGIN_MS);
+    expect(Math.max(...latencies)).toBeLessThanOrEqual(TIMEOUT_MS + MARGIN_MS[kind]);
     expect([...answers].sort()).toEqual(['memory', 'shared']);
     // The replica had the three requests: two more fit, then the limit holds.
     const after = [];
