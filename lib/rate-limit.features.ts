@@ -97,16 +97,18 @@ export async function decideWithShadow(
 ): Promise<{ decision: RateLimitDecision; parts: DecisionPart[] }> {
   const parts = splitByShadow(features, keys, policies, costs);
   const decided = await Promise.all(parts.map((p) => store.consume(p.keys, p.policies, p.costs)));
+  parts.forEach((part, n) => (part.decision = decided[n]));
+  // No shadow policy: the one call's decision is the route's, as it is.
+  if (parts.length === 1 && !parts[0].shadow) return { decision: decided[0], parts };
   const byPolicy: PolicyDecision[] = new Array(policies.length);
   decided.forEach((d, n) => parts[n].indexes.forEach((i, j) => (byPolicy[i] = d.policies[j])));
-  parts.forEach((part, n) => (part.decision = decided[n]));
   const enforced = parts.find((p) => !p.shadow)?.decision;
   const allowed = enforced?.allowed ?? true;
   const merged = combineDecisions(allowed, byPolicy);
   const shadowRejected = parts.some((p) => p.shadow && !p.decision!.allowed);
   const degraded = decided.find((d) => d.degraded !== undefined)?.degraded;
   const decision: RateLimitDecision = {
-    ...pick(merged),
+    ...merged,
     ...(degraded === undefined ? {} : { degraded }),
     ...(allowed && shadowRejected ? { shadow: true } : {}),
   };
@@ -143,22 +145,6 @@ function splitByShadow(
   }
   return parts;
 }
-
-const pick = ({
-  allowed,
-  limit,
-  remaining,
-  resetAfterMs,
-  retryAfterMs,
-  policies,
-}: RateLimitDecision) => ({
-  allowed,
-  limit,
-  remaining,
-  resetAfterMs,
-  retryAfterMs,
-  policies,
-});
 
 const logger = new Logger('RateLimit');
 let refundFailures = 0;
