@@ -22,7 +22,9 @@ import { DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';
 
-const PERIOD_MS = 60_000;
+// An hour: the fixed window's keys live to the end of a clock-aligned window, and a minute's
+// boundary falling during the run would expire the keys written before it.
+const PERIOD_MS = 3_600_000;
 // A threshold of 1, so the second call on a key shows its first call was really recorded there.
 const POLICIES = ALGORITHMS.map((algorithm) =>
   resolvePolicy({ algorithm, period: PERIOD_MS / 1000, threshold: 1, name: algorithm }, 'abuse'),
