@@ -3,6 +3,8 @@ export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export { RateLimitGuard } from './rate-limit.guard.js';
 export { RateLimitInterceptor } from './rate-limit.outcomes.js';
 export { RateLimitService, type ConsumeOptions } from './rate-limit.service.js';
+export { type AcquireOptions, type RateLimitPermit } from './flow/permit.js';
+export { LEASE_POLL_MS, LEASE_POLL_JITTER_MS } from './flow/wait-for-slot.js';
 export {
   RateLimitException,
   GraphQLRateLimitError,
@@ -29,7 +31,7 @@ export {
   type ResolvedPolicy,
 } from './rate-limit.policy.js';
 export { type CountMode, type RoutePolicy } from './rate-limit.plan.js';
-export { type Algorithm } from './algorithms/algorithm.js';
+export { type Algorithm, type RateAlgorithm } from './algorithms/algorithm.js';
 export { type HeaderMode } from './http/headers.js';
 export {
   RateLimitStore,

@@ -54,8 +54,9 @@ export function RateLimit(policies?: RoutePolicy | readonly RoutePolicy[]): Clas
     const added = compileTemplates(policies, where);
     const templates = appendTemplates(existing, added, where);
     Reflect.defineMetadata(RATE_LIMIT_POLICY, templates, holder);
-    // Outside HTTP, only an interceptor sees how a handler ended; only these handlers get it.
-    if (added.some((t) => t.count !== 'all')) {
+    // Outside HTTP, only an interceptor sees how a handler ended; only the handlers that count
+    // outcomes or hold leases get it.
+    if (added.some((t) => t.count !== 'all' || t.algorithm === 'concurrency')) {
       if (descriptor === undefined) UseInterceptors(RateLimitInterceptor)(target as never);
       else UseInterceptors(RateLimitInterceptor)(target, propertyKey!, descriptor);
     }

@@ -19,6 +19,11 @@ export class RateLimitException extends HttpException {
   ) {
     super({ statusCode: HttpStatus.TOO_MANY_REQUESTS, message }, HttpStatus.TOO_MANY_REQUESTS);
   }
+
+  /** How long until the call could proceed, in ms (`decision.retryAfterMs`); `Infinity`: never. */
+  get retryAfterMs(): number {
+    return this.decision.retryAfterMs;
+  }
 }
 
 /** `extensions` of a {@link GraphQLRateLimitError}, as the client receives them. */

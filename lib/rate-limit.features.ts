@@ -1,4 +1,5 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
+import { type HeldLease, type LeaseKeeper } from './flow/lease-keeper.js';
 import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
 import { type CountMode, type PolicyTemplate } from './rate-limit.plan.js';
 import { watchOutcome } from './rate-limit.outcomes.js';
@@ -25,6 +26,10 @@ export interface RouteFeatures {
   readonly anyShadow: boolean;
   readonly counts: readonly CountMode[];
   readonly anyCount: boolean;
+  /** The longest `maxWait` among the enforced policies; 0 when the route never waits. */
+  readonly maxWaitMs: number;
+  /** Some policy is a concurrency limit: its lease is held until the call ends. */
+  readonly anyLease: boolean;
 }
 
 /** The features of a handler's templates, or undefined when it uses none. */
@@ -38,10 +43,32 @@ export function routeFeatures(
   const anyTracker = trackers.some((t) => t !== undefined);
   const anyShadow = shadow.some(Boolean);
   const anyCount = counts.some((c) => c !== 'all');
-  if (!anyTracker && !anyShadow && !anyCount) return undefined;
+  let maxWaitMs = 0;
+  templates.forEach(
+    (t, i) => (maxWaitMs = shadow[i] ? maxWaitMs : Math.max(maxWaitMs, t.maxWaitMs)),
+  );
+  const anyLease = templates.some((t) => t.algorithm === 'concurrency');
+  if (!anyTracker && !anyShadow && !anyCount && maxWaitMs === 0 && !anyLease) return undefined;
   const routeTag = anyTracker && templates.length > 1;
-  return { trackers, anyTracker, routeTag, shadow, anyShadow, counts, anyCount };
+  return {
+    trackers,
+    anyTracker,
+    routeTag,
+    shadow,
+    anyShadow,
+    counts,
+    anyCount,
+    maxWaitMs,
+    anyLease,
+  };
 }
+
+/** How the enforced policies of a route are decided: at once, or waiting for a slot. */
+export type Enforce = (
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+) => Promise<RateLimitDecision>;
 
 // Kept apart from the module's trackers (`user:…`, `ip:…`), so that a policy's value, say a
 // username, can never name another caller's bucket.
@@ -94,9 +121,14 @@ export async function decideWithShadow(
   keys: readonly string[],
   policies: readonly ResolvedPolicy[],
   costs: readonly number[],
+  enforce: Enforce = (k, p, c) => store.consume(k, p, c),
 ): Promise<{ decision: RateLimitDecision; parts: DecisionPart[] }> {
   const parts = splitByShadow(features, keys, policies, costs);
-  const decided = await Promise.all(parts.map((p) => store.consume(p.keys, p.policies, p.costs)));
+  const decided = await Promise.all(
+    parts.map((p) =>
+      p.shadow ? store.consume(p.keys, p.policies, p.costs) : enforce(p.keys, p.policies, p.costs),
+    ),
+  );
   parts.forEach((part, n) => (part.decision = decided[n]));
   // No shadow policy: the one call's decision is the route's, as it is.
   if (parts.length === 1 && !parts[0].shadow) return { decision: decided[0], parts };
@@ -150,17 +182,37 @@ const logger = new Logger('RateLimit');
 let refundFailures = 0;
 
 /**
- * Once the request's outcome is known, gives back what the policies that do not count it have
+ * Holds the concurrency leases the decision took until the call ends, and once the request's
+ * outcome is known, frees them and gives back what the policies that do not count it have
  * counted: `'failures'` policies on success, `'successes'` policies on failure. Only parts the
- * store allowed counted anything. A refund that fails is logged (the first few), never thrown.
+ * store allowed counted anything. A call turned away frees its leases at once. A refund that
+ * fails is logged (the first few), never thrown.
  */
 export function settleOnOutcome(
   context: ExecutionContext,
   store: RateLimitStore,
+  leases: LeaseKeeper,
   features: RouteFeatures,
   parts: readonly DecisionPart[],
+  admitted: boolean,
 ): void {
-  watchOutcome(context, (succeeded) => {
+  let held: HeldLease[] | undefined;
+  let unclaimed = () => false;
+  if (features.anyLease) {
+    for (const part of parts) {
+      if (!part.decision!.allowed) continue;
+      const lease = leases.hold(part.keys, part.policies, part.costs, part.decision!, () =>
+        unclaimed(),
+      );
+      if (lease === undefined) continue;
+      if (admitted) (held ??= []).push(lease);
+      else void leases.release(lease);
+    }
+  }
+  if (!features.anyCount && held === undefined) return;
+  unclaimed = watchOutcome(context, (succeeded) => {
+    if (held !== undefined) for (const lease of held) void leases.release(lease);
+    if (!features.anyCount) return;
     for (const part of parts) {
       const decision = part.decision!;
       if (!decision.allowed) continue;

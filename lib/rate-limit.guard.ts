@@ -1,11 +1,14 @@
 import {
   type CanActivate,
   type ExecutionContext,
+  HttpException,
   Inject,
   Injectable,
   Logger,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { LeaseKeeper } from './flow/lease-keeper.js';
+import { type SlotWait, waitForSlot } from './flow/wait-for-slot.js';
 import { policyHeader } from './http/headers.js';
 import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
@@ -13,6 +16,7 @@ import { placeName } from './rate-limit.decorator.js';
 import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from './rate-limit.exception.js';
 import {
   decideWithShadow,
+  type Enforce,
   featureKeys,
   type RouteFeatures,
   routeFeatures,
@@ -73,6 +77,7 @@ export class RateLimitGuard implements CanActivate {
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
     @Inject(RateLimitStore) private readonly store: RateLimitStore,
     private readonly reflector: Reflector,
+    private readonly leases: LeaseKeeper,
   ) {
     this.keys = new KeyBuilder(options.keyPrefix);
     this.hooks = new DecisionHooks(options);
@@ -142,8 +147,18 @@ export class RateLimitGuard implements CanActivate {
           plan.place,
         )
       : await this.plainKeys(context, transport, plan, policies);
-    const { decision, parts } = await decideWithShadow(this.store, features, keys, policies, costs);
-    if (features.anyCount) settleOnOutcome(context, this.store, features, parts);
+    const enforce = features.maxWaitMs > 0 ? this.waiting(context, transport, features) : undefined;
+    const { decision, parts } = await decideWithShadow(
+      this.store,
+      features,
+      keys,
+      policies,
+      costs,
+      enforce,
+    );
+    if (features.anyCount || features.anyLease) {
+      settleOnOutcome(context, this.store, this.leases, features, parts, decision.allowed);
+    }
     if (decision.shadow === true) {
       this.logger.debug(`A shadow policy would have rejected a request to ${route}`);
       if (this.hooks.onLimited !== undefined) this.hooks.limited(context, decision);
@@ -154,6 +169,21 @@ export class RateLimitGuard implements CanActivate {
       return true;
     }
     return this.answer(context, transport, plan, enforced.policies, decision, enforced.decision);
+  }
+
+  /** Decides the enforced policies of a route with `maxWait`: waiting for a slot, up to that long. */
+  private waiting(
+    context: ExecutionContext,
+    transport: Transport,
+    features: RouteFeatures,
+  ): Enforce {
+    const wait: SlotWait = {
+      maxWaitMs: features.maxWaitMs,
+      onAbandon: (listener) => transport.abandoned?.(context, listener),
+      abandoned: () => new HttpException(CLIENT_GONE_MESSAGE, CLIENT_CLOSED_REQUEST),
+    };
+    return (keys, policies, costs) =>
+      waitForSlot(this.store, this.leases, keys, policies, costs, wait);
   }
 
   private async plainKeys(
@@ -275,6 +305,10 @@ export class RateLimitGuard implements CanActivate {
     };
   }
 }
+
+// nginx's status for a client that closed the connection before the answer; never seen by it.
+const CLIENT_CLOSED_REQUEST = 499;
+const CLIENT_GONE_MESSAGE = 'The client went away while waiting for a slot';
 
 function checkTracker(tracker: unknown, place: string): string {
   if (typeof tracker === 'string' && tracker !== '') return tracker;

@@ -13,6 +13,7 @@ import {
   RATE_LIMIT_RAW_OPTIONS,
   RATE_LIMIT_STORE_HANDLE,
 } from './rate-limit.constants.js';
+import { LeaseKeeper } from './flow/lease-keeper.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import {
   type RateLimitModuleAsyncOptions,
@@ -45,6 +46,7 @@ const derivedProviders: Provider[] = [
     useFactory: (handle: StoreHandle) => handle.store,
     inject: [RATE_LIMIT_STORE_HANDLE],
   },
+  LeaseKeeper,
   RateLimitGuard,
   RateLimitService,
 ];
@@ -69,7 +71,10 @@ const exported = [RATE_LIMIT_OPTIONS, RateLimitStore, RateLimitGuard, RateLimitS
 export class RateLimitModule implements OnApplicationShutdown {
   private readonly logger = new Logger('RateLimit');
 
-  constructor(@Inject(RATE_LIMIT_STORE_HANDLE) private readonly handle: StoreHandle) {}
+  constructor(
+    @Inject(RATE_LIMIT_STORE_HANDLE) private readonly handle: StoreHandle,
+    private readonly leases: LeaseKeeper,
+  ) {}
 
   /** Configures the module from static options. */
   static forRoot(options: RateLimitRootOptions = {}): DynamicModule {
@@ -143,6 +148,8 @@ export class RateLimitModule implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    // Leases first, while the store can still free them for the other instances.
+    await this.leases.close();
     if (this.handle.owned) await this.handle.store.close?.();
   }
 }

@@ -21,25 +21,34 @@ interface NodeResponseLike {
 const pending = new WeakMap<object, Settle>();
 
 /**
- * Arranges for `settle` to be told how the request ends. HTTP: from the response itself, once it
+ * Arranges for `settle` to be told how the request ends, and returns whether nothing has taken
+ * charge of telling it yet. HTTP: from the response itself, once it
  * closes, so that a status set by an exception filter, another guard or the handler counts, and
  * a client that goes away before the response is complete counts as a failure. Other transports:
  * through {@link RateLimitInterceptor}, which `@RateLimit` puts on every handler with a policy
  * that counts only some outcomes.
  */
-export function watchOutcome(context: ExecutionContext, settle: Settle): void {
+export function watchOutcome(context: ExecutionContext, settle: Settle): () => boolean {
   if (context.getType() === 'http') {
     const reply = context.getArgByIndex<NodeResponseLike & { raw?: NodeResponseLike }>(1);
     const res = reply?.raw ?? reply;
-    if (typeof res?.once !== 'function') return settle(false);
-    res.once('close', () => {
-      const status = res.statusCode ?? 500;
-      settle(res.writableFinished === true && status < 400);
-    });
-    return;
+    if (typeof res?.once !== 'function') {
+      settle(false);
+    } else {
+      res.once('close', () => {
+        const status = res.statusCode ?? 500;
+        settle(res.writableFinished === true && status < 400);
+      });
+    }
+    return neverUnclaimed;
   }
-  pending.set(context.getArgs(), settle);
+  const args = context.getArgs();
+  pending.set(args, settle);
+  // True until the interceptor takes charge: a call a later guard turned away never reaches it.
+  return () => pending.has(args);
 }
+
+const neverUnclaimed = () => false;
 
 /**
  * Tells the guard how a GraphQL resolver, WebSocket or microservice handler ended: it failed when

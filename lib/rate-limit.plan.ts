@@ -1,11 +1,14 @@
 import { type ExecutionContext } from '@nestjs/common';
+import { type Algorithm } from './algorithms/algorithm.js';
 import {
   checkAlgorithm,
   checkCount,
   checkName,
   checkShape,
   configError,
+  type Duration,
   MAX_POLICIES,
+  parseDuration,
   type RateLimitPolicy,
   type ResolvedPolicy,
   resolveBlock,
@@ -41,6 +44,20 @@ export interface RoutePolicy extends RateLimitPolicy<ExecutionContext> {
    * `onLimited` sees it with `decision.shadow === true`. For rolling a new limit out.
    */
   shadow?: boolean;
+  /**
+   * Hold a request that does not fit for up to this long, before the handler runs, instead of
+   * answering 429: the bucket algorithms book its slot at once, the windows and `'concurrency'`
+   * try again when a slot may have freed. A request that cannot fit in time is answered 429 at
+   * once. With several policies, the route waits up to the longest `maxWait` among them. A
+   * number means seconds.
+   *
+   * @example
+   * ```ts
+   * // 5 simultaneous requests pass one by one, 200 ms apart
+   * @RateLimit({ algorithm: 'leaky-bucket', threshold: 5, period: '1s', burst: 1, maxWait: '2s' })
+   * ```
+   */
+  maxWait?: Duration;
 }
 
 /**
@@ -53,6 +70,9 @@ export interface PolicyTemplate {
   readonly tracker: RoutePolicy['tracker'];
   readonly count: CountMode;
   readonly shadow: boolean;
+  readonly algorithm: Algorithm;
+  /** How long a request may wait for a slot; 0 for none. */
+  readonly maxWaitMs: number;
   /** The name, when known before any request: given, or derived from fixed values. */
   readonly name: string | undefined;
   readonly cost: number | ((context: ExecutionContext) => number | Promise<number>);
@@ -109,20 +129,38 @@ function checkNames(templates: PolicyTemplate[], where: string): PolicyTemplate[
 function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): PolicyTemplate {
   const route = checkRouteFields(routePolicy, where);
   // The route-only fields are checked; what follows is the policy proper.
-  const policy = routePolicy as RateLimitPolicy<unknown> | undefined;
-  checkShape(policy, where);
-  const { period, threshold, cost = 1, name } = policy ?? {};
+  const { maxWait: _, ...policy } = (routePolicy ?? {}) as RateLimitPolicy<unknown> & {
+    maxWait?: unknown;
+  };
+  checkShape(routePolicy, where);
+  const { period, threshold, cost = 1, name } = policy;
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
+  // Check now what does not depend on the request, so mistakes surface at startup.
+  const algorithm = checkAlgorithm(policy.algorithm, where);
+  if (algorithm === 'concurrency' && route.count !== 'all') {
+    throw configError(
+      where,
+      'count',
+      route.count,
+      'omitted for concurrency (a lease is freed whatever the outcome)',
+    );
+  }
   if (typeof period !== 'function' && typeof threshold !== 'function') {
     const fixed = resolvePolicy(policy, where);
-    return { ...route, fixed, name: fixed.name, cost: costValue, where, resolve: () => fixed };
+    return {
+      ...route,
+      algorithm,
+      fixed,
+      name: fixed.name,
+      cost: costValue,
+      where,
+      resolve: () => fixed,
+    };
   }
-  // Check now what does not depend on the request, so mistakes surface at startup.
-  checkAlgorithm(policy?.algorithm, where);
   if (name !== undefined) checkName(name, where);
   if (typeof period !== 'function' && period !== undefined) resolvePolicy({ period }, where);
-  resolveBlock(policy?.blockDuration, where);
-  if (policy?.burst !== undefined)
+  resolveBlock(policy.blockDuration, where);
+  if (policy.burst !== undefined)
     resolvePolicy(
       { algorithm: policy.algorithm, burst: policy.burst, threshold: policy.burst },
       where,
@@ -143,6 +181,7 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
   };
   return {
     ...route,
+    algorithm,
     fixed: undefined,
     name,
     cost: costValue,
@@ -159,7 +198,7 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
 
 function checkRouteFields(policy: RoutePolicy | undefined, where: string) {
   if (policy === null || typeof policy !== 'object')
-    return { tracker: undefined, count: 'all' as const, shadow: false };
+    return { tracker: undefined, count: 'all' as const, shadow: false, maxWaitMs: 0 };
   const tracker = policy?.tracker;
   if (tracker !== undefined && typeof tracker !== 'function') {
     throw configError(where, 'tracker', tracker, 'a function of the ExecutionContext');
@@ -170,7 +209,19 @@ function checkRouteFields(policy: RoutePolicy | undefined, where: string) {
   }
   const shadow = policy?.shadow ?? false;
   if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
-  return { tracker, count, shadow };
+  const maxWaitMs =
+    policy.maxWait === undefined || policy.maxWait === 0
+      ? 0
+      : parseDuration(policy.maxWait, 'maxWait', where);
+  if (shadow && maxWaitMs > 0) {
+    throw configError(
+      where,
+      'maxWait',
+      policy.maxWait,
+      'omitted on a shadow policy, which never holds a request',
+    );
+  }
+  return { tracker, count, shadow, maxWaitMs };
 }
 
 /** The cost of one request under a template, checked: a positive integer. */

@@ -1,4 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { LeaseKeeper } from './flow/lease-keeper.js';
+import { acquirePermit, type AcquireOptions, type RateLimitPermit } from './flow/permit.js';
 import { KeyBuilder } from './keys/key-builder.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
 import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
@@ -31,6 +33,8 @@ export interface ConsumeOptions {
 interface Compiled {
   readonly policies: readonly ResolvedPolicy[];
   readonly costs: readonly number[];
+  /** Whether a policy hands out concurrency leases. */
+  readonly leases: boolean;
 }
 
 // Built once: the hot path must not assemble the place name of an error it rarely throws.
@@ -40,6 +44,9 @@ const WHERE: Readonly<Record<StoreOperation, string>> = {
   refund: 'RateLimitService.refund',
   reset: 'RateLimitService.reset',
   block: 'RateLimitService.block',
+  reserve: 'RateLimitService.acquire',
+  release: 'RateLimitService.acquire',
+  renew: 'RateLimitService.acquire',
 };
 
 /**
@@ -61,8 +68,64 @@ export class RateLimitService {
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
     @Inject(RateLimitStore) private readonly store: RateLimitStore,
+    private readonly leases: LeaseKeeper,
   ) {
     this.keys = new KeyBuilder(options.keyPrefix);
+  }
+
+  /**
+   * Waits until a call may proceed under every policy, up to `maxWait`, and resolves with a
+   * permit; rejects with a `RateLimitException` (its `retryAfterMs` says when it could) at once
+   * when it cannot proceed in time, without booking anything. On the bucket algorithms the slot
+   * is booked in the one store call that answers, and callers on every instance go in the order
+   * they booked, at the policy's spacing; the window algorithms are asked again when their
+   * `retryAfterMs` has passed; a `'concurrency'` policy holds a lease until `release()`.
+   *
+   * @example
+   * ```ts
+   * const permit = await rateLimit.acquire('partner-api', { algorithm: 'leaky-bucket', period: '1s', threshold: 10, burst: 1 }, { maxWait: '5s' });
+   * try {
+   *   await fetch('https://partner.example/api');
+   * } finally {
+   *   await permit.release();
+   * }
+   * ```
+   */
+  async acquire(
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[],
+    options?: AcquireOptions,
+  ): Promise<RateLimitPermit> {
+    const where = 'RateLimitService.acquire';
+    const { keys, policies, costs } = this.prepare(where, key, policy, options, true);
+    return acquirePermit(this.store, this.leases, keys, policies, costs, options, where);
+  }
+
+  /**
+   * `acquire`, then `fn()`, then the permit's `release()` once `fn` settles, whether it resolves
+   * or throws. Returns or throws what `fn` does: the one-liner for calls to a rate-limited API.
+   *
+   * @example
+   * ```ts
+   * const PARTNER = { algorithm: 'leaky-bucket', period: '1s', threshold: 10, burst: 1 } as const;
+   * const rates = await rateLimit.run('partner-api', PARTNER, () => fetch('https://partner.example/rates'));
+   * ```
+   */
+  async run<T>(
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[],
+    fn: () => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T> {
+    if (typeof fn !== 'function') {
+      throw configError('RateLimitService.run', 'fn', fn, 'a function to run once allowed');
+    }
+    const permit = await this.acquire(key, policy, options);
+    try {
+      return await fn();
+    } finally {
+      await permit.release();
+    }
   }
 
   /**
@@ -75,7 +138,7 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
     options?: ConsumeOptions,
   ): Promise<RateLimitDecision> {
-    return this.run('consume', key, policy, options);
+    return this.operate('consume', key, policy, options);
   }
 
   /**
@@ -93,7 +156,7 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
     options?: ConsumeOptions,
   ): Promise<RateLimitDecision> {
-    return this.run('peek', key, policy, options);
+    return this.operate('peek', key, policy, options);
   }
 
   /**
@@ -116,7 +179,7 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
     options?: ConsumeOptions,
   ): Promise<RateLimitDecision> {
-    return this.run('refund', key, policy, options);
+    return this.operate('refund', key, policy, options);
   }
 
   /**
@@ -133,7 +196,7 @@ export class RateLimitService {
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
   ): Promise<RateLimitDecision> {
-    return this.run('reset', key, policy, undefined);
+    return this.operate('reset', key, policy, undefined);
   }
 
   /**
@@ -151,10 +214,10 @@ export class RateLimitService {
     duration: Duration,
   ): Promise<RateLimitDecision> {
     const durationMs = parseDuration(duration, 'duration', 'RateLimitService.block');
-    return this.run('block', key, policy, undefined, { durationMs });
+    return this.operate('block', key, policy, undefined, { durationMs });
   }
 
-  private run(
+  private operate(
     op: StoreOperation,
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
@@ -162,13 +225,32 @@ export class RateLimitService {
     extras?: OperationExtras,
   ): Promise<RateLimitDecision> {
     const where = WHERE[op];
+    const { keys, policies, costs } = this.prepare(where, key, policy, options, op !== 'consume');
+    return invoke(this.store, op, keys, policies, costs, extras);
+  }
+
+  private prepare(
+    where: string,
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[],
+    options: ConsumeOptions | undefined,
+    leasesAllowed: boolean,
+  ) {
     if (typeof key !== 'string' || key === '')
       throw configError(where, 'key', key, 'a non-empty string');
-    const { policies, costs } = this.compile(policy, where);
+    const { policies, costs, leases } = this.compile(policy, where);
+    // A lease nobody releases would hold its slot for a whole period.
+    if (leases && !leasesAllowed) {
+      throw configError(
+        where,
+        'algorithm',
+        'concurrency',
+        'used through acquire() or run(), which release the lease',
+      );
+    }
     const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
     const keys = policies.map((p, i) => this.keys.forKey(key, p, i));
-    const all = cost === undefined ? costs : policies.map(() => cost);
-    return invoke(this.store, op, keys, policies, all, extras);
+    return { keys, policies, costs: cost === undefined ? costs : policies.map(() => cost) };
   }
 
   private compile(policy: RateLimitPolicy | readonly RateLimitPolicy[], where: string): Compiled {
@@ -184,7 +266,7 @@ export class RateLimitService {
           'plain values: there is no request context here',
         );
       }
-      for (const field of ['tracker', 'count', 'shadow'] as const) {
+      for (const field of ['tracker', 'count', 'shadow', 'maxWait'] as const) {
         const given = (Array.isArray(policy) ? policy : [policy]).find(
           (p) => p?.[field] !== undefined,
         );
@@ -200,6 +282,7 @@ export class RateLimitService {
       compiled = {
         policies: templates.map((t) => t.fixed!),
         costs: templates.map((t) => t.cost as number),
+        leases: templates.some((t) => t.algorithm === 'concurrency'),
       };
       if (cacheable) this.compiled.set(policy, compiled);
     }

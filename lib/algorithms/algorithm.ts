@@ -1,6 +1,12 @@
-/** The counting methods a policy can use. */
-export type Algorithm =
+/** The methods that limit how many requests arrive per period. */
+export type RateAlgorithm =
   'sliding-window' | 'sliding-window-counter' | 'fixed-window' | 'token-bucket' | 'leaky-bucket';
+
+/**
+ * The methods a policy can use: a rate algorithm, or `'concurrency'`, which limits how many calls
+ * run at once (`threshold` leases, each living `period` unless renewed).
+ */
+export type Algorithm = RateAlgorithm | 'concurrency';
 
 /** Short ids used in keys and script arguments. */
 export const ALGORITHM_CODES: Readonly<Record<Algorithm, string>> = Object.freeze({
@@ -9,7 +15,14 @@ export const ALGORITHM_CODES: Readonly<Record<Algorithm, string>> = Object.freez
   'fixed-window': 'fw',
   'token-bucket': 'tb',
   'leaky-bucket': 'gcra',
+  concurrency: 'cc',
 });
+
+/** The algorithms that can book a future slot in the call that answers, so a waiter waits once. */
+export const BOOKABLE: ReadonlySet<Algorithm> = new Set<Algorithm>([
+  'token-bucket',
+  'leaky-bucket',
+]);
 
 /** One policy's parameters for one decision: microseconds and counts, as the scripts get them. */
 export interface Params {
@@ -47,10 +60,17 @@ export interface Committed<S> extends Outcome, Stored<S> {}
  * name line by line, so the memory store and the Redis store answer alike.
  */
 export interface AlgorithmTwin<S, W> {
-  /** Decides whether `p.cost` fits, committing nothing (it may drop expired data, as Lua does). */
-  check(state: S | undefined, nowUs: number, p: Params): Verdict<W>;
-  /** Records the request; called only when every policy of the decision allowed it. */
-  commit(state: S | undefined, nowUs: number, p: Params, work: W): Committed<S>;
+  /**
+   * Decides whether `p.cost` fits, committing nothing (it may drop expired data, as Lua does).
+   * With `aheadUs`, an algorithm that can book ahead allows a request that fits within that long,
+   * with `retryAfterMs` saying when its slot begins.
+   */
+  check(state: S | undefined, nowUs: number, p: Params, aheadUs?: number): Verdict<W>;
+  /**
+   * Records the request; called only when every policy of the decision allowed it. `lease` is
+   * the decision's lease id, for the algorithms that hand out leases.
+   */
+  commit(state: S | undefined, nowUs: number, p: Params, work: W, lease?: number): Committed<S>;
   /** Remaining and reset without consuming; used when another policy rejected the request. */
   status(state: S | undefined, nowUs: number, p: Params, work: W): Outcome;
   /** Remaining and reset as `commit` would return them, writing nothing (a peek). */
@@ -67,6 +87,17 @@ export interface AlgorithmTwin<S, W> {
     p: Params,
     atUs?: number,
   ): Stored<S> | undefined | null;
+  /** Leases only: the first id from `id` on whose `p.cost` members are all free in `state`. */
+  free?(state: S | undefined, p: Params, id: number): number;
+  /** Leases only: frees the lease `lease`. Returns what to store, as `refund` does. */
+  release?(
+    state: S | undefined,
+    nowUs: number,
+    p: Params,
+    lease: number,
+  ): Stored<S> | undefined | null;
+  /** Leases only: extends the lease by a period from now; null when it is gone (expired, reset). */
+  renew?(state: S | undefined, nowUs: number, p: Params, lease: number): Stored<S> | null;
 }
 
 /** Microseconds to whole milliseconds, rounded up: a client told to wait never waits too little. */
@@ -74,7 +105,11 @@ export function ms(us: number): number {
   return Math.ceil(us / 1000);
 }
 
-/** Every algorithm, in the order the documentation lists them. */
-export const ALGORITHMS: readonly Algorithm[] = Object.freeze(
-  Object.keys(ALGORITHM_CODES) as Algorithm[],
-);
+/** Every rate algorithm, in the order the documentation lists them. */
+export const ALGORITHMS: readonly RateAlgorithm[] = Object.freeze([
+  'sliding-window',
+  'sliding-window-counter',
+  'fixed-window',
+  'token-bucket',
+  'leaky-bucket',
+] as const);

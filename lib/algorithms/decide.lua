@@ -9,15 +9,19 @@
 -- ARGV[4]  what to do: c consume; p peek (answer as consume would, record nothing); r refund
 --          (give `cost` back to every policy; `r<µs>` gives back the request that arrived then,
 --          wherever the windows have moved since); x reset (forget the keys and any lock-out); b block
---          (lock every key out for the policy's lock-out time). A refund or reset answers with
---          what is left afterwards: allowed, and each policy's remaining quota.
+--          (lock every key out for the policy's lock-out time); w<µs> reserve (consume, but the
+--          bucket algorithms also book a request that fits within that long, answering with the
+--          wait in place of the retry time); l<id> release the lease id; n<id> renew it (allowed
+--          is 0 when it is gone). A refund, reset, release or renewal answers with what is left
+--          afterwards: allowed, and each policy's remaining quota.
 -- ARGV[5..] six per policy: algorithm id, period (µs), limit, burst, cost, lock-out (µs; 0: none).
 --          A policy with a lock-out that rejects a request locks its key out from that moment:
 --          its state is replaced by the lock-out (see lock_of), and every request meanwhile is
 --          rejected without touching it.
 --
 -- Reply: { allowed, then four per policy: allowed, remaining, retry_after_ms (-1: never),
---          reset_after_ms, then now (µs) }; { -1, now } when it came too late and did nothing.
+--          reset_after_ms, then now (µs), then the lease id when a concurrency policy took one };
+--          { -1, now } when it came too late and did nothing.
 
 local now = tonumber(ARGV[1])
 if not now then
@@ -62,7 +66,7 @@ local function rejected(key, p, retry, w1, w2, lock)
     return 0, retry, retry
   end
   if p.block > 0 and retry >= 0 then
-    if op == 'c' then
+    if op == 'c' or op == 'w' then
       lock_out(key, p)
     end
     return 0, ms(p.block), ms(p.block)
@@ -71,32 +75,59 @@ local function rejected(key, p, retry, w1, w2, lock)
   return remaining, reset, retry
 end
 
+-- The lease id of a decision that takes leases: the first from now that is free in every key.
+-- None when no policy takes leases.
+local function lease_id(policies)
+  local id, moved, any = now, true, false
+  while moved do
+    moved = false
+    for i = 1, #KEYS do
+      local free = policies[i].algorithm.free
+      if free then
+        local next_id = free(KEYS[i], policies[i], id)
+        moved = moved or next_id ~= id
+        id, any = next_id, true
+      end
+    end
+  end
+  return any and id or nil
+end
+
 -- One policy consumed, the usual case: the same steps without the tables that gather several.
 if #KEYS == 1 and op == 'c' then
   local p = policy(1)
   local allowed, retry, w1, w2, lock = p.algorithm.check(KEYS[1], now, p)
-  local remaining, reset
+  local remaining, reset, lease
   if allowed == 1 then
-    remaining, reset = p.algorithm.commit(KEYS[1], now, p, slack, w1, w2)
+    if p.algorithm.free then
+      lease = p.algorithm.free(KEYS[1], p, now)
+    end
+    remaining, reset = p.algorithm.commit(KEYS[1], now, p, slack, w1, w2, lease)
   else
     remaining, reset, retry = rejected(KEYS[1], p, retry, w1, w2, lock)
   end
-  return { allowed, allowed, remaining, retry, reset, now }
+  return { allowed, allowed, remaining, retry, reset, now, lease }
 end
 
-local policies, checks = {}, {}
+local policies, checks, lost = {}, {}, false
+local ahead = op == 'w' and at or nil
 for i = 1, #KEYS do
   local p = policy(i)
+  local a = p.algorithm
   policies[i] = p
   if op == 'x' then
     redis.call('DEL', KEYS[i])
   elseif op == 'r' and p.cost > 0 then
-    p.algorithm.refund(KEYS[i], now, p, slack, at)
+    a.refund(KEYS[i], now, p, slack, at)
   elseif op == 'b' then
     lock_out(KEYS[i], p)
+  elseif op == 'l' and a.release then
+    a.release(KEYS[i], now, p, at)
+  elseif op == 'n' and a.renew then
+    lost = not a.renew(KEYS[i], now, p, slack, at) or lost
   end
   -- What is left afterwards is what a request of no cost would see.
-  if op == 'x' or op == 'r' then
+  if op == 'x' or op == 'r' or op == 'l' or op == 'n' then
     p.cost = 0
   end
 end
@@ -104,11 +135,13 @@ end
 local allowed = 1
 for i = 1, #KEYS do
   local p = policies[i]
-  checks[i] = { p.algorithm.check(KEYS[i], now, p) }
+  checks[i] = { p.algorithm.check(KEYS[i], now, p, ahead) }
   if checks[i][1] == 0 then
     allowed = 0
   end
 end
+local takes = allowed == 1 and (op == 'c' or op == 'w')
+local lease = takes and lease_id(policies) or nil
 
 local reply = { allowed }
 for i = 1, #KEYS do
@@ -116,10 +149,10 @@ for i = 1, #KEYS do
   local remaining, reset, retry = nil, nil, c[2]
   if c[1] == 0 then
     remaining, reset, retry = rejected(KEYS[i], p, c[2], c[3], c[4], c[5])
-  elseif allowed == 0 or op == 'r' or op == 'x' then
+  elseif takes then
+    remaining, reset = p.algorithm.commit(KEYS[i], now, p, slack, c[3], c[4], lease)
+  elseif op ~= 'p' or allowed == 0 then
     remaining, reset = p.algorithm.status(KEYS[i], now, p, c[3], c[4])
-  elseif op == 'c' then
-    remaining, reset = p.algorithm.commit(KEYS[i], now, p, slack, c[3], c[4])
   else
     remaining, reset = p.algorithm.after(now, p, c[3], c[4])
   end
@@ -128,5 +161,9 @@ for i = 1, #KEYS do
   reply[#reply + 1] = retry
   reply[#reply + 1] = reset
 end
+if lost then
+  reply[1] = 0
+end
 reply[#reply + 1] = now
+reply[#reply + 1] = lease
 return reply

@@ -1,8 +1,11 @@
-import { type Algorithm, ms, type Params } from './algorithm.js';
+import { type Algorithm, ms, type Params, type Stored } from './algorithm.js';
 import { TWINS } from './index.js';
 
-/** What a call does, as `decide.lua` spells it: consume, peek, refund, reset (x), block. */
-export type Operation = 'c' | 'p' | 'r' | 'x' | 'b';
+/**
+ * What a call does, as `decide.lua` spells it: consume, peek, refund, reset (x), block, reserve
+ * (w), release a lease (l), renew it (n).
+ */
+export type Operation = 'c' | 'p' | 'r' | 'x' | 'b' | 'w' | 'l' | 'n';
 
 /** One policy of a call, as the script's arguments carry it. */
 export interface PolicyArgs extends Params {
@@ -26,8 +29,9 @@ export class LockOut {
 
 /**
  * The twin of `decide.lua`, step for step: the same operations, the same order, the same reply
- * (`{ allowed, then allowed, remaining, retry_after_ms, reset_after_ms per policy }`, without the
- * trailing time). `at` is a refund's arrival time, `r<µs>` in Lua.
+ * (`{ allowed, then allowed, remaining, retry_after_ms, reset_after_ms per policy, then the lease
+ * id if one was taken }`, without the time). `at` is what follows the operation's letter in Lua:
+ * a refund's arrival time, a reservation's longest wait (µs), a lease id.
  */
 export function decide(
   op: Operation,
@@ -38,13 +42,30 @@ export function decide(
   at?: number,
 ): number[] {
   const n = keys.length;
+  let lost = false;
   for (let i = 0; i < n; i++) {
+    const twin = TWINS[policies[i].algorithm];
     if (op === 'x') values.delete(keys[i]);
     else if (op === 'r' && policies[i].cost > 0) refund(keys[i], now, policies[i], values, at);
     else if (op === 'b') lockOut(keys[i], now, policies[i], values);
+    else if ((op === 'l' || op === 'n') && twin.release !== undefined) {
+      // A locked-out key holds no leases (WRONGTYPE in Lua): nothing to free, nothing to renew.
+      const state = values.get(keys[i]);
+      if (state instanceof LockOut) lost ||= op === 'n';
+      else if (op === 'l') store(keys[i], values, twin.release(state, now, policies[i], at!));
+      else {
+        const renewed = twin.renew!(state, now, policies[i], at!);
+        if (renewed === null) lost = true;
+        else values.set(keys[i], renewed.state, renewed.expiresAtUs);
+      }
+    }
   }
-  // What is left after a refund or reset is what a request of no cost would see.
-  const params = op === 'x' || op === 'r' ? policies.map((p) => ({ ...p, cost: 0 })) : policies;
+  // What is left afterwards is what a request of no cost would see.
+  const params =
+    op === 'x' || op === 'r' || op === 'l' || op === 'n'
+      ? policies.map((p) => ({ ...p, cost: 0 }))
+      : policies;
+  const ahead = op === 'w' ? at : undefined;
 
   const states: unknown[] = new Array(n);
   const checks = new Array<{
@@ -62,10 +83,12 @@ export function decide(
     } else {
       // A lock-out that has just ended counts as no state at all.
       states[i] = state instanceof LockOut ? undefined : state;
-      checks[i] = TWINS[params[i].algorithm].check(states[i], now, params[i]);
+      checks[i] = TWINS[params[i].algorithm].check(states[i], now, params[i], ahead);
     }
     if (!checks[i].allowed) allowed = 0;
   }
+  const takes = allowed === 1 && (op === 'c' || op === 'w');
+  const lease = takes ? leaseId(keys, params, states, now) : undefined;
 
   const reply = [allowed];
   for (let i = 0; i < n; i++) {
@@ -78,24 +101,55 @@ export function decide(
       if (c.lock !== undefined) {
         outcome = { remaining: 0, resetAfterMs: retry };
       } else if (p.blockUs > 0 && retry >= 0) {
-        if (op === 'c') lockOut(keys[i], now, p, values);
+        if (op === 'c' || op === 'w') lockOut(keys[i], now, p, values);
         retry = ms(p.blockUs);
         outcome = { remaining: 0, resetAfterMs: retry };
       } else {
         outcome = twin.status(states[i], now, p, c.work);
       }
-    } else if (allowed === 0 || op === 'r' || op === 'x') {
-      outcome = twin.status(states[i], now, p, c.work);
-    } else if (op === 'c') {
-      const done = twin.commit(states[i], now, p, c.work);
+    } else if (takes) {
+      const done = twin.commit(states[i], now, p, c.work, lease);
       values.set(keys[i], done.state, done.expiresAtUs);
       outcome = done;
+    } else if (op !== 'p' || allowed === 0) {
+      outcome = twin.status(states[i], now, p, c.work);
     } else {
       outcome = twin.after(now, p, c.work);
     }
     reply.push(c.allowed ? 1 : 0, outcome.remaining, retry, outcome.resetAfterMs);
   }
+  if (lost) reply[0] = 0;
+  if (lease !== undefined) reply.push(lease);
   return reply;
+}
+
+/** Like `lease_id`: the first id from now free in every key that takes leases; none without. */
+function leaseId(
+  keys: readonly string[],
+  policies: readonly PolicyArgs[],
+  states: readonly unknown[],
+  now: number,
+): number | undefined {
+  let id = now;
+  let any = false;
+  let moved = true;
+  while (moved) {
+    moved = false;
+    for (let i = 0; i < keys.length; i++) {
+      const free = TWINS[policies[i].algorithm].free;
+      if (free === undefined) continue;
+      const next = free(states[i], policies[i], id);
+      moved ||= next !== id;
+      id = next;
+      any = true;
+    }
+  }
+  return any ? id : undefined;
+}
+
+function store(key: string, values: KeyValues, left: Stored<unknown> | undefined | null): void {
+  if (left === undefined) values.delete(key);
+  else if (left !== null) values.set(key, left.state, left.expiresAtUs);
 }
 
 function lockOut(key: string, now: number, p: PolicyArgs, values: KeyValues): void {
@@ -105,8 +159,7 @@ function lockOut(key: string, now: number, p: PolicyArgs, values: KeyValues): vo
 function refund(key: string, now: number, p: PolicyArgs, values: KeyValues, at?: number): void {
   const state = values.get(key);
   if (state instanceof LockOut && state.untilUs > now) return;
-  const live = state instanceof LockOut ? undefined : state;
-  const left = TWINS[p.algorithm].refund(live, now, p, at);
-  if (left === undefined) values.delete(key);
-  else if (left !== null) values.set(key, left.state, left.expiresAtUs);
+  // A lock-out that has ended is no state at all.
+  const left = TWINS[p.algorithm].refund(state instanceof LockOut ? undefined : state, now, p, at);
+  store(key, values, left);
 }

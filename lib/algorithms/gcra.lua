@@ -21,7 +21,10 @@ local function gcra_read(key, now)
   return math.max(stored or now, now)
 end
 
-function ALGORITHMS.gcra.check(key, now, p)
+-- With `ahead` (µs), a request that fits within that long is allowed and booked: the bucket takes
+-- it now, and the retry time says when its slot begins. Bookings queue in the order they are
+-- made, one interval apart once the burst is used up.
+function ALGORITHMS.gcra.check(key, now, p, ahead)
   local tat, lock = gcra_read(key, now)
   if lock then
     return 0, ms(lock - now), tat, nil, lock
@@ -30,18 +33,23 @@ function ALGORITHMS.gcra.check(key, now, p)
     return 0, -1, tat
   end
   local interval = gcra_interval(p)
-  -- How full the bucket would be with this request in it, in microseconds of draining.
-  local level = tat + p.cost * interval - now
-  if level <= p.burst * interval then
+  -- How far the bucket would overflow with this request in it, in microseconds of draining.
+  local over = tat + p.cost * interval - now - p.burst * interval
+  if over <= 0 then
     return 1, 0, tat
   end
-  return 0, ms(level - p.burst * interval), tat
+  if ahead and over <= ahead then
+    return 1, ms(over), tat
+  end
+  return 0, ms(over), tat
 end
 
+-- A booked request leaves nothing remaining until its slot has passed.
 function ALGORITHMS.gcra.after(now, p, tat)
   local interval = gcra_interval(p)
   local new_tat = tat + p.cost * interval
-  return math.floor((p.burst * interval - (new_tat - now)) / interval), ms(new_tat - now)
+  return math.max(0, math.floor((p.burst * interval - (new_tat - now)) / interval)),
+    ms(new_tat - now)
 end
 
 function ALGORITHMS.gcra.commit(key, now, p, slack, tat)

@@ -4,18 +4,21 @@ const interval = (p: Params) => Math.ceil(p.periodUs / p.limit);
 
 /** Twin of `gcra.lua`. The state is the theoretical arrival time (µs); all arithmetic is integer. */
 export const gcra: AlgorithmTwin<number, number> = {
-  check(stored, now, p) {
+  check(stored, now, p, aheadUs) {
     const tat = Math.max(stored ?? now, now);
     if (p.cost > p.burst) return { allowed: false, retryAfterMs: -1, work: tat };
-    const level = tat + p.cost * interval(p) - now;
-    if (level <= p.burst * interval(p)) return { allowed: true, retryAfterMs: 0, work: tat };
-    return { allowed: false, retryAfterMs: ms(level - p.burst * interval(p)), work: tat };
+    const over = tat + p.cost * interval(p) - now - p.burst * interval(p);
+    if (over <= 0) return { allowed: true, retryAfterMs: 0, work: tat };
+    if (aheadUs !== undefined && over <= aheadUs) {
+      return { allowed: true, retryAfterMs: ms(over), work: tat };
+    }
+    return { allowed: false, retryAfterMs: ms(over), work: tat };
   },
 
   after(now, p, tat) {
     const newTat = tat + p.cost * interval(p);
     return {
-      remaining: Math.floor((p.burst * interval(p) - (newTat - now)) / interval(p)),
+      remaining: Math.max(0, Math.floor((p.burst * interval(p) - (newTat - now)) / interval(p))),
       resetAfterMs: ms(newTat - now),
     };
   },

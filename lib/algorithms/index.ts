@@ -1,4 +1,5 @@
 import { type Algorithm, type AlgorithmTwin } from './algorithm.js';
+import { concurrency } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
 import { slidingWindowCounter } from './sliding-window-counter.js';
@@ -12,6 +13,7 @@ export const TWINS: Readonly<Record<Algorithm, AlgorithmTwin<unknown, unknown>>>
   'fixed-window': fixedWindow,
   'token-bucket': tokenBucket,
   'leaky-bucket': gcra,
+  concurrency,
 } as Record<Algorithm, AlgorithmTwin<unknown, unknown>>);
 
 /** Each algorithm's Lua file (without `.lua`), by its code in keys and script arguments. */
@@ -21,4 +23,5 @@ export const LUA_ALGORITHMS: Readonly<Record<string, string>> = Object.freeze({
   fw: 'fixed-window',
   tb: 'token-bucket',
   gcra: 'gcra',
+  cc: 'concurrency',
 });

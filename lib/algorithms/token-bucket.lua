@@ -36,7 +36,10 @@ local function tb_write(key, now, p, slack, tokens)
   redis.call('PEXPIRE', key, tb_refill_ms(tokens, p) + slack)
 end
 
-function ALGORITHMS.tb.check(key, now, p)
+-- With `ahead` (µs), a request whose tokens refill within that long is allowed and booked: it
+-- takes them now, leaving the bucket in debt, and the retry time says when they will have
+-- refilled. Later requests wait behind the debt, in the order they were made.
+function ALGORITHMS.tb.check(key, now, p, ahead)
   local tokens, lock = tb_tokens(key, now, p)
   if lock then
     return 0, ms(lock - now), tokens, nil, lock
@@ -47,12 +50,16 @@ function ALGORITHMS.tb.check(key, now, p)
   if tokens >= p.cost then
     return 1, 0, tokens
   end
-  return 0, ms((p.cost - tokens) * p.period / p.limit), tokens
+  local wait = (p.cost - tokens) * p.period / p.limit
+  if ahead and wait <= ahead then
+    return 1, ms(wait), tokens
+  end
+  return 0, ms(wait), tokens
 end
 
 function ALGORITHMS.tb.after(_, p, tokens)
   local left = tokens - p.cost
-  return math.floor(left), tb_refill_ms(left, p)
+  return math.max(0, math.floor(left)), tb_refill_ms(left, p)
 end
 
 function ALGORITHMS.tb.commit(key, now, p, slack, tokens)

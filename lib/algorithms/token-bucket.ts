@@ -16,20 +16,18 @@ function tokensAt(state: Bucket | undefined, now: number, p: Params): number {
 
 /** Twin of `token-bucket.lua`: the same float expressions in the same order. */
 export const tokenBucket: AlgorithmTwin<Bucket, number> = {
-  check(state, now, p) {
+  check(state, now, p, aheadUs) {
     const tokens = tokensAt(state, now, p);
     if (p.cost > p.burst) return { allowed: false, retryAfterMs: -1, work: tokens };
     if (tokens >= p.cost) return { allowed: true, retryAfterMs: 0, work: tokens };
-    return {
-      allowed: false,
-      retryAfterMs: ms(((p.cost - tokens) * p.periodUs) / p.limit),
-      work: tokens,
-    };
+    const wait = ((p.cost - tokens) * p.periodUs) / p.limit;
+    const allowed = aheadUs !== undefined && wait <= aheadUs;
+    return { allowed, retryAfterMs: ms(wait), work: tokens };
   },
 
   after(_now, p, tokens) {
     const left = tokens - p.cost;
-    return { remaining: Math.floor(left), resetAfterMs: refillMs(left, p) };
+    return { remaining: Math.max(0, Math.floor(left)), resetAfterMs: refillMs(left, p) };
   },
 
   commit(_state, now, p, tokens) {

@@ -140,6 +140,36 @@ export class BlockCacheStore implements RateLimitStore {
     return invoke(this.inner, 'reset', keys, policies, costs);
   }
 
+  /** Books ahead in the store; a reservation is never answered from a local block. */
+  reserve(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    maxWaitMs: number,
+  ): Promise<RateLimitDecision> {
+    return invoke(this.inner, 'reserve', keys, policies, costs, { maxWaitMs });
+  }
+
+  /** Frees leases in the store, and forgets any local block of the keys at once. */
+  release(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    this.unblock(keys);
+    return invoke(this.inner, 'release', keys, policies, costs, { of });
+  }
+
+  renew(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return invoke(this.inner, 'renew', keys, policies, costs, { of });
+  }
+
   /** Locks the keys out in the store; requests then learn of it from the store, once each. */
   block(
     keys: readonly string[],
@@ -207,8 +237,9 @@ export class BlockCacheStore implements RateLimitStore {
   }
 
   private rejected(id: string, hot: HotKey | undefined, block: Block): void {
-    // Only finite waits: a cost that can never fit is answered by the store each time.
-    if (Number.isFinite(block.decision.retryAfterMs)) {
+    // Only finite waits: a cost that can never fit is answered by the store each time. A full
+    // concurrency limit promises no wait at all: any holder may release at any moment.
+    if (Number.isFinite(block.decision.retryAfterMs) && !leasesFull(block.decision)) {
       block.until =
         block.decidedAt + Math.min(shortestWait(block.decision) - 1, MAX_LOCAL_BLOCK_MS);
       if (block.until > block.decidedAt) {
@@ -271,6 +302,12 @@ function covers(
     }
   }
   return true;
+}
+
+function leasesFull(decision: RateLimitDecision): boolean {
+  for (const p of decision.policies)
+    if (!p.allowed && p.policy.algorithm === 'concurrency') return true;
+  return false;
 }
 
 /**

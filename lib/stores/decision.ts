@@ -25,24 +25,30 @@ export function policyDecision(
 
 /**
  * The decision a script reply (or its memory twin's) stands for: `{ allowed, then allowed,
- * remaining, retry_after_ms, reset_after_ms per policy, … }`.
+ * remaining, retry_after_ms, reset_after_ms per policy, … }`. In a reservation's reply, an allowed
+ * policy's retry time is the wait until its booked slot (see {@link RateLimitDecision.waitMs}).
  */
 export function decisionFromReply(
   reply: readonly number[],
   policies: readonly ResolvedPolicy[],
   atUs?: number,
+  lease?: number,
+  booked = false,
 ): RateLimitDecision {
   const answers: PolicyDecision[] = new Array(policies.length);
+  let waitMs = 0;
   for (let i = 0, r = 1; i < policies.length; i++, r += 4) {
-    answers[i] = policyDecision(
-      policies[i],
-      reply[r] === 1,
-      reply[r + 1],
-      reply[r + 2],
-      reply[r + 3],
-    );
+    const allowed = reply[r] === 1;
+    let retry = reply[r + 2];
+    if (booked && allowed) {
+      if (retry > waitMs) waitMs = retry;
+      retry = 0;
+    }
+    answers[i] = policyDecision(policies[i], allowed, reply[r + 1], retry, reply[r + 3]);
   }
-  return combineDecisions(reply[0] === 1, answers, atUs);
+  const decision = combineDecisions(reply[0] === 1, answers, atUs, lease);
+  if (waitMs > 0 && decision.allowed) (decision as { waitMs?: number }).waitMs = waitMs;
+  return decision;
 }
 
 /**
@@ -52,8 +58,10 @@ export function decisionFromReply(
  */
 class StoreDecision implements RateLimitDecision {
   readonly #atUs: number | undefined;
+  readonly #lease: number | undefined;
   // Present only when set, as on any other decision: `'degraded' in decision` stays meaningful.
   declare readonly degraded?: StoreErrorPolicy;
+  declare readonly waitMs?: number;
 
   constructor(
     readonly allowed: boolean,
@@ -64,18 +72,27 @@ class StoreDecision implements RateLimitDecision {
     readonly policies: readonly PolicyDecision[],
     degraded: StoreErrorPolicy | undefined,
     atUs: number | undefined,
+    lease: number | undefined,
   ) {
     this.#atUs = atUs;
+    this.#lease = lease;
     if (degraded !== undefined) (this as { degraded?: StoreErrorPolicy }).degraded = degraded;
   }
 
   static arrivalOf(decision: RateLimitDecision): number | undefined {
     return #atUs in decision ? decision.#atUs : undefined;
   }
+
+  static leaseOf(decision: RateLimitDecision): number | undefined {
+    return #lease in decision ? decision.#lease : undefined;
+  }
 }
 
 /** When the store made `decision` (µs of its clock), if it says; see `refund`'s `atUs`. */
 export const arrivalOf = StoreDecision.arrivalOf;
+
+/** The lease id `decision` took, when one of its policies is a concurrency limit. */
+export const leaseOf = StoreDecision.leaseOf;
 
 /** The same decision, marked as answered by `onStoreError` instead of the store. */
 export function degradedDecision(
@@ -83,8 +100,7 @@ export function degradedDecision(
   degraded: StoreErrorPolicy,
 ): RateLimitDecision {
   const { allowed, limit, remaining, resetAfterMs, retryAfterMs, policies } = decision;
-  const atUs = arrivalOf(decision);
-  return new StoreDecision(
+  const copy = new StoreDecision(
     allowed,
     limit,
     remaining,
@@ -92,8 +108,11 @@ export function degradedDecision(
     retryAfterMs,
     policies,
     degraded,
-    atUs,
+    arrivalOf(decision),
+    leaseOf(decision),
   );
+  if (decision.waitMs !== undefined) (copy as { waitMs?: number }).waitMs = decision.waitMs;
+  return copy;
 }
 
 /** Folds the policies' answers into one decision; see {@link RateLimitDecision}. */
@@ -101,6 +120,7 @@ export function combineDecisions(
   allowed: boolean,
   policies: PolicyDecision[],
   atUs?: number,
+  lease?: number,
 ): RateLimitDecision {
   let binding = policies[0];
   let retryAfterMs = 0;
@@ -119,5 +139,6 @@ export function combineDecisions(
     policies,
     undefined,
     atUs,
+    lease,
   );
 }

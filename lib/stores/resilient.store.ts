@@ -98,6 +98,51 @@ export class ResilientStore implements RateLimitStore {
     return this.call('reset', keys, policies, costs);
   }
 
+  reserve(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    maxWaitMs: number,
+  ): Promise<RateLimitDecision> {
+    return this.call('reserve', keys, policies, costs, { maxWaitMs });
+  }
+
+  /** Frees leases where they were taken: in the fallback for a lease it handed out. */
+  release(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return this.onLease('release', keys, policies, costs, of);
+  }
+
+  renew(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return this.onLease('renew', keys, policies, costs, of);
+  }
+
+  private onLease(
+    op: 'release' | 'renew',
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    if (of.degraded === 'memory') {
+      return invoke(this.options.fallback, op, keys, policies, costs, { of });
+    }
+    // `'allow'` and `'deny'` took no lease.
+    if (of.degraded !== undefined) return Promise.resolve(of);
+    // The lease is in the primary store and nowhere else: a failure is reported, not answered by
+    // the fallback, which knows nothing of it (the holder retries, or the lease expires).
+    return this.deadlines.race(invoke(this.primary, op, keys, policies, costs, { of }));
+  }
+
   block(
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],

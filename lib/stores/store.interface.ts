@@ -42,6 +42,11 @@ export interface RateLimitDecision {
    * it are in shadow mode (`shadow: true`): it is what `onLimited` is told about such requests.
    */
   readonly shadow?: boolean;
+  /**
+   * Set when the request was booked ahead (`RateLimitService.acquire`, a route's `maxWait`, on
+   * the bucket algorithms): how long it had to wait for its slot, in ms.
+   */
+  readonly waitMs?: number;
 }
 
 /** What answers while the store fails: the memory store, or allow all, or deny all (503). */
@@ -110,6 +115,37 @@ export interface RateLimitStore {
     policies: readonly ResolvedPolicy[],
     durationMs: number,
   ): Promise<RateLimitDecision>;
+  /**
+   * Consumes as `consume` does, except that the bucket algorithms also allow a request that fits
+   * within `maxWaitMs`, booking its slot now: the decision's `waitMs` says how long until it
+   * begins. Needed by `RateLimitService.acquire` and by routes with `maxWait`.
+   */
+  reserve?(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    maxWaitMs: number,
+  ): Promise<RateLimitDecision>;
+  /**
+   * Frees the concurrency leases `of` took, and answers with what is left. Needed by
+   * `'concurrency'` policies.
+   */
+  release?(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision>;
+  /**
+   * Extends the concurrency leases `of` took by a period from now; `allowed` is false when they
+   * are gone (expired or reset). Needed by `'concurrency'` policies.
+   */
+  renew?(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision>;
   /** Releases what the store holds. Called on application shutdown for stores the module created. */
   close?(): Promise<void>;
 }
@@ -121,13 +157,16 @@ export const RateLimitStore = Symbol('RateLimitStore');
 export type Clock = () => number;
 
 /** What a store call does to the keys: the methods of {@link RateLimitStore} that decide. */
-export type StoreOperation = 'consume' | 'peek' | 'refund' | 'reset' | 'block';
+export type StoreOperation =
+  'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'reserve' | 'release' | 'renew';
 
 /** What an operation takes beside keys, policies and costs. */
 export interface OperationExtras {
   /** `block`: how long. */
   readonly durationMs?: number;
-  /** `refund`: the decision whose request is given back. */
+  /** `reserve`: the longest wait to book. */
+  readonly maxWaitMs?: number;
+  /** `refund`: the decision whose request is given back; `release`, `renew`: whose leases. */
   readonly of?: RateLimitDecision;
 }
 
@@ -148,7 +187,17 @@ export function invoke(
     const name = store.constructor?.name ?? 'store';
     return Promise.reject(new TypeError(`The rate-limit store ${name} has no ${op}() method`));
   }
-  if (op === 'block') return store.block!(keys, policies, extras?.durationMs ?? 0);
-  if (op === 'refund') return store.refund!(keys, policies, costs, extras?.of);
-  return store[op]!(keys, policies, costs);
+  switch (op) {
+    case 'block':
+      return store.block!(keys, policies, extras?.durationMs ?? 0);
+    case 'refund':
+      return store.refund!(keys, policies, costs, extras?.of);
+    case 'reserve':
+      return store.reserve!(keys, policies, costs, extras?.maxWaitMs ?? 0);
+    case 'release':
+    case 'renew':
+      return store[op]!(keys, policies, costs, extras!.of!);
+    default:
+      return store[op]!(keys, policies, costs);
+  }
 }

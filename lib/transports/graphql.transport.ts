@@ -3,7 +3,7 @@ import { retryAfterSeconds, writeRateLimitHeaders } from '../http/headers.js';
 import { type HttpRequestLike, type HttpResponseLike, setHeader } from '../http/request.js';
 import { addressTracker, defaultTracker, userTracker } from '../keys/tracker.js';
 import { GraphQLRateLimitError } from '../rate-limit.exception.js';
-import { finiteWait, type Transport } from './transport.js';
+import { finiteWait, onceEvent, type Transport } from './transport.js';
 
 /** A response whose headers may already be out (Express `headersSent`, Fastify `sent`). */
 interface ResponseLike extends HttpResponseLike {
@@ -81,6 +81,13 @@ export const graphqlTransport: Transport = {
     const res = responseOf(gqlContext(context));
     // Each limited field of an operation writes them; the last decision's values are sent.
     if (res !== undefined) writeRateLimitHeaders(res, mode, policyHeader, decision);
+  },
+
+  abandoned(context, listener) {
+    // The HTTP response under the operation closes early when the client goes away.
+    const ctx = gqlContext(context);
+    const res = (ctx.res ?? ctx.reply ?? ctx.req?.res) as { raw?: unknown } | undefined;
+    return onceEvent(res?.raw ?? res, 'close', listener);
   },
 
   reject(context, { reason, message, decision }) {

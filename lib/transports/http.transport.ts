@@ -9,7 +9,7 @@ import {
 } from '../http/request.js';
 import { defaultTracker } from '../keys/tracker.js';
 import { RateLimitException } from '../rate-limit.exception.js';
-import { type Rejection, type Transport } from './transport.js';
+import { onceEvent, type Rejection, type Transport } from './transport.js';
 
 // Express and Fastify both hand guards (request, response, next) as the context's arguments.
 const request = (context: ExecutionContext) => context.getArgByIndex<HttpRequestLike>(0);
@@ -33,6 +33,12 @@ export const httpTransport: Transport = {
 
   report(context, mode, policyHeader, decision) {
     writeRateLimitHeaders(response(context), mode, policyHeader, decision);
+  },
+
+  abandoned(context, listener) {
+    // The Node response closes early when the client goes away before it is sent.
+    const reply = response(context) as HttpResponseLike & { raw?: unknown };
+    return onceEvent(reply?.raw ?? reply, 'close', listener);
   },
 
   reject(context, { reason, message, decision }: Rejection) {

@@ -54,6 +54,29 @@ export interface Transport {
    * to the client. A promise only while an optional package is loaded, the first time.
    */
   reject(context: ExecutionContext, rejection: Rejection): Error | Promise<Error>;
+  /**
+   * Calls `listener` if the caller goes away (a closed connection) and returns how to stop
+   * listening; undefined where the transport cannot tell. Used while a call waits for a slot.
+   */
+  abandoned?(context: ExecutionContext, listener: () => void): (() => void) | undefined;
+}
+
+/** An emitter's `once`/`off`, as Node streams and sockets have them. */
+interface EmitterLike {
+  once?(event: string, listener: () => void): unknown;
+  removeListener?(event: string, listener: () => void): unknown;
+}
+
+/** Listens once for `event` on `emitter`, if it is one; see {@link Transport.abandoned}. */
+export function onceEvent(
+  emitter: unknown,
+  event: string,
+  listener: () => void,
+): (() => void) | undefined {
+  const target = emitter as EmitterLike | undefined;
+  if (typeof target?.once !== 'function') return undefined;
+  target.once(event, listener);
+  return () => target.removeListener?.(event, listener);
 }
 
 /** The wait to announce for a rejection, or undefined when no wait would help (`Infinity`). */

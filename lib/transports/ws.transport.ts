@@ -2,7 +2,7 @@ import { type ExecutionContext } from '@nestjs/common';
 import { addressTracker, userTracker } from '../keys/tracker.js';
 import { optionalExport, whenLoaded } from './optional-export.js';
 import { rejectionPayload } from './error-payload.js';
-import { type Transport } from './transport.js';
+import { onceEvent, type Transport } from './transport.js';
 
 /** The parts of a Socket.IO socket (or a `ws` WebSocket) the guard reads. */
 interface WsClientLike {
@@ -51,6 +51,12 @@ export const wsTransport: Transport = {
   },
 
   report() {},
+
+  abandoned(context, listener) {
+    // Socket.IO sockets say `disconnect`; `ws` sockets say `close`.
+    const socket = client(context);
+    return onceEvent(socket, socket.handshake === undefined ? 'close' : 'disconnect', listener);
+  },
 
   reject(_context, rejection) {
     const payload = rejectionPayload(rejection);

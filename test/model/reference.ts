@@ -9,7 +9,7 @@
  * formulas once, in the same operation order as the scripts, because a float model can only be
  * compared bit for bit if it rounds the same way.
  */
-import { type Algorithm } from '../../lib/algorithms/algorithm.js';
+import { type RateAlgorithm as Algorithm } from '../../lib/algorithms/algorithm.js';
 
 export interface ModelPolicy {
   algorithm: Algorithm;

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { type Redis } from 'ioredis';
-import { type Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { type RateAlgorithm as Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import { MemoryStore, type PolicyDecision, RedisStore } from '../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
@@ -67,8 +67,8 @@ describe('timelines: model, memory store and Redis store agree on every decision
     const policies = timeline.policies.map((p, i) =>
       resolvePolicy({ ...p, name: `p${i}` }, 'timeline'),
     );
-    const modelPolicies = policies.map((p) => ({
-      algorithm: p.algorithm,
+    const modelPolicies = policies.map((p, i) => ({
+      algorithm: timeline.policies[i].algorithm,
       periodUs: p.periodUs,
       limit: p.threshold,
       burst: p.burst,

@@ -97,7 +97,7 @@ describe('@RateLimit validation of several policies, algorithm and burst, when t
   it('rejects an unknown algorithm, naming the allowed ones, with fixed and with dynamic values', () => {
     const expected =
       '@RateLimit on X.m: algorithm must be one of sliding-window, sliding-window-counter, ' +
-      'fixed-window, token-bucket, leaky-bucket, got "token_bucket"';
+      'fixed-window, token-bucket, leaky-bucket, concurrency, got "token_bucket"';
     const algorithm = 'token_bucket' as Algorithm;
     expect(decorationError(onMethod({ algorithm })).message).toBe(expected);
     expect(decorationError(onMethod({ algorithm, threshold: () => 3 })).message).toBe(expected);

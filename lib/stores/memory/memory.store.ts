@@ -6,7 +6,7 @@ import {
 } from '../../algorithms/decide.js';
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { monotonicClock, toMicros } from '../clock.js';
-import { arrivalOf, decisionFromReply } from '../decision.js';
+import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
 
 export interface MemoryStoreOptions {
@@ -97,13 +97,46 @@ export class MemoryStore implements RateLimitStore {
     return this.decide('b', keys, policies, costs, durationMs * 1000);
   }
 
+  reserve(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    maxWaitMs: number,
+  ): Promise<RateLimitDecision> {
+    const aheadUs = Math.max(0, Math.floor(maxWaitMs * 1000));
+    return this.decide('w', keys, policies, costs, undefined, aheadUs);
+  }
+
+  release(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    const lease = leaseOf(of);
+    if (lease === undefined) return Promise.resolve(of);
+    return this.decide('l', keys, policies, costs, undefined, lease);
+  }
+
+  renew(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    const lease = leaseOf(of);
+    if (lease === undefined) return Promise.resolve(of);
+    return this.decide('n', keys, policies, costs, undefined, lease);
+  }
+
+  /** `at`: what follows the operation's letter in Lua (see `decide`). */
   private decide(
     op: Operation,
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
     blockUs?: number,
-    atUs?: number,
+    at?: number,
   ): Promise<RateLimitDecision> {
     const now = toMicros(this.clock());
     const args: PolicyArgs[] = new Array(policies.length);
@@ -119,9 +152,10 @@ export class MemoryStore implements RateLimitStore {
       };
     }
     this.now = now;
-    const reply = decide(op, keys, args, now, this.values, atUs);
+    const reply = decide(op, keys, args, now, this.values, at);
     this.sweepExpired(now, SWEEP_PER_KEY * keys.length);
-    return Promise.resolve(decisionFromReply(reply, policies, now));
+    const lease = reply[1 + 4 * keys.length];
+    return Promise.resolve(decisionFromReply(reply, policies, now, lease, op === 'w'));
   }
 
   /** The entries as `decide` sees them: what has expired is absent, as in Redis. */

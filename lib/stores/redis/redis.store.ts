@@ -1,6 +1,6 @@
 import { type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { toMicros } from '../clock.js';
-import { arrivalOf, decisionFromReply } from '../decision.js';
+import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
 import {
   type RedisClient,
@@ -168,12 +168,52 @@ export class RedisStore implements RateLimitStore {
     );
   }
 
+  reserve(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    maxWaitMs: number,
+  ): Promise<RateLimitDecision> {
+    return this.decide(`w${Math.max(0, Math.floor(maxWaitMs * 1000))}`, keys, policies, costs);
+  }
+
+  release(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return this.onLease('l', keys, policies, costs, of);
+  }
+
+  renew(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return this.onLease('n', keys, policies, costs, of);
+  }
+
+  /** A release or renewal; a decision that took no lease has nothing to do either to. */
+  private onLease(
+    op: 'l' | 'n',
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    const lease = leaseOf(of);
+    if (lease === undefined) return Promise.resolve(of);
+    return this.decide(`${op}${lease}`, keys, policies, costs);
+  }
+
   /**
    * Runs the decision script; `op` is its ARGV[4] (see `decide.lua`). `blockUs` stands in for
    * every policy's lock-out when set.
    */
   private async decide(
-    op: 'c' | 'p' | 'r' | `r${number}` | 'x' | 'b',
+    op: 'c' | 'p' | 'r' | 'x' | 'b' | `${'r' | 'w' | 'l' | 'n'}${number}`,
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
@@ -190,9 +230,14 @@ export class RedisStore implements RateLimitStore {
       args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i], blockUs ?? p.blockUs);
     }
     const reply = (await this.scripts.run(scriptFor(policies), keys, args)) as number[];
-    this.deadline?.observe(reply[reply.length - 1]);
-    if (reply[0] === -1) throw new StoreLateError();
-    return decisionFromReply(reply, policies, reply[reply.length - 1]);
+    if (reply[0] === -1) {
+      this.deadline?.observe(reply[1]);
+      throw new StoreLateError();
+    }
+    // After the policies' answers: the time, then the lease id if one was taken.
+    const at = 1 + 4 * n;
+    this.deadline?.observe(reply[at]);
+    return decisionFromReply(reply, policies, reply[at], reply[at + 1], op[0] === 'w');
   }
 
   /** Closes the client if the store owns it, resolving once the connection has ended. */

@@ -1,0 +1,172 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { leaseOf } from '../stores/decision.js';
+import { invoke, type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
+
+/** Concurrency leases one call holds, under one decision. */
+export interface HeldLease {
+  readonly keys: readonly string[];
+  readonly policies: readonly ResolvedPolicy[];
+  readonly costs: readonly number[];
+  readonly decision: RateLimitDecision;
+  /** When to renew next (`performance.now()` ms), and how often. */
+  renewAt: number;
+  readonly everyMs: number;
+  /** True while nothing has taken charge of freeing the lease; such a lease is freed, not renewed. */
+  readonly unclaimed: (() => boolean) | undefined;
+  released: boolean;
+}
+
+// Renewed when a third of the lease's life has passed, so one failed renewal still leaves time.
+const RENEWALS_PER_PERIOD = 3;
+const logger = new Logger('RateLimit');
+
+/**
+ * Holds this instance's concurrency leases: renews each one while it is held, with one timer for
+ * all of them, and frees it when its holder is done, waking this instance's waiters for those
+ * keys at once. Instances that take no lease never arm the timer.
+ */
+@Injectable()
+export class LeaseKeeper {
+  private readonly held = new Set<HeldLease>();
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private warnings = 0;
+
+  constructor(@Inject(RateLimitStore) private readonly store: RateLimitStore) {}
+
+  /**
+   * Starts holding the leases `decision` took, if any; undefined when it took none. `unclaimed`
+   * tells whether the call is still waiting for someone to free the lease at its end: if it
+   * still is at the first renewal, the call was turned away after the guard, and the lease is
+   * freed instead.
+   */
+  hold(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    decision: RateLimitDecision,
+    unclaimed?: () => boolean,
+  ): HeldLease | undefined {
+    if (leaseOf(decision) === undefined) return undefined;
+    let periodMs = Infinity;
+    for (const p of policies) {
+      if (p.algorithm === 'concurrency' && p.periodMs < periodMs) periodMs = p.periodMs;
+    }
+    const everyMs = periodMs / RENEWALS_PER_PERIOD;
+    const lease: HeldLease = {
+      keys,
+      policies,
+      costs,
+      decision,
+      renewAt: performance.now() + everyMs,
+      everyMs,
+      unclaimed,
+      released: false,
+    };
+    this.held.add(lease);
+    if (lease.renewAt < this.timerAt) this.arm(lease.renewAt);
+    return lease;
+  }
+
+  /** Frees a lease once; never rejects (a failure is logged, and the lease expires on its own). */
+  async release(lease: HeldLease | undefined): Promise<void> {
+    if (lease === undefined || lease.released) return;
+    lease.released = true;
+    this.held.delete(lease);
+    try {
+      await invoke(this.store, 'release', lease.keys, lease.policies, lease.costs, {
+        of: lease.decision,
+      });
+    } catch (error) {
+      this.warn(
+        `Freeing a concurrency lease failed; it frees itself within its period: ${String(error)}`,
+      );
+    }
+    for (const key of lease.keys) this.wake(key);
+  }
+
+  /** Calls `listener` once a lease on one of `keys` is freed here; returns how to stop listening. */
+  onRelease(keys: readonly string[], listener: () => void): () => void {
+    for (const key of keys) {
+      let set = this.waiters.get(key);
+      if (set === undefined) this.waiters.set(key, (set = new Set()));
+      set.add(listener);
+    }
+    return () => {
+      for (const key of keys) {
+        const set = this.waiters.get(key);
+        set?.delete(listener);
+        if (set?.size === 0) this.waiters.delete(key);
+      }
+    };
+  }
+
+  /** Leases held now. */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** Frees every lease still held, so other instances need not wait for them to expire. */
+  async close(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    await Promise.all([...this.held].map((lease) => this.release(lease)));
+  }
+
+  private wake(key: string): void {
+    const set = this.waiters.get(key);
+    if (set === undefined) return;
+    this.waiters.delete(key);
+    for (const listener of set) listener();
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, at - performance.now()));
+    // Held leases must not keep a process alive that has nothing else to do.
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const lease of this.held) {
+      if (lease.renewAt <= now) {
+        if (lease.unclaimed?.() === true) {
+          void this.release(lease);
+          continue;
+        }
+        lease.renewAt = now + lease.everyMs;
+        this.renew(lease);
+      }
+      if (lease.renewAt < next) next = lease.renewAt;
+    }
+    if (next < Infinity) this.arm(next);
+  }
+
+  private renew(lease: HeldLease): void {
+    invoke(this.store, 'renew', lease.keys, lease.policies, lease.costs, { of: lease.decision })
+      .then((renewed) => {
+        if (renewed.allowed || lease.released) return;
+        // Expired (the process stalled for a whole period) or reset: the slot may be someone
+        // else's now, so holding on would only hide that.
+        this.held.delete(lease);
+        this.warn(
+          `A concurrency lease on ${lease.keys.join(', ')} was lost before its holder finished`,
+        );
+      })
+      .catch((error: unknown) => {
+        this.warn(`Renewing a concurrency lease failed; retrying: ${String(error)}`);
+      });
+  }
+
+  private warn(message: string): void {
+    if (this.warnings++ < 5) logger.warn(message);
+  }
+}

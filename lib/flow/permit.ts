@@ -1,0 +1,78 @@
+import {
+  COST_TOO_HIGH_MESSAGE,
+  RateLimitException,
+  STORE_UNAVAILABLE_MESSAGE,
+} from '../rate-limit.exception.js';
+import { type Duration, parseDuration, type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ConsumeOptions } from '../rate-limit.service.js';
+import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+import { type LeaseKeeper } from './lease-keeper.js';
+import { waitForSlot } from './wait-for-slot.js';
+
+/** Options of one `acquire()` or `run()` call. */
+export interface AcquireOptions extends ConsumeOptions {
+  /**
+   * Longest time to wait for a slot. A call that cannot proceed within it is rejected at once,
+   * not after waiting. A number means seconds; 0 never waits. Default: the longest period
+   * among the policies.
+   */
+  maxWait?: Duration;
+  /** Cancels the wait: `acquire` rejects with the signal's reason, and a booked slot is given back. */
+  signal?: AbortSignal;
+}
+
+/**
+ * What `acquire` resolves with: the allowing decision, plus `release()`, which frees the
+ * concurrency leases it holds (renewed meanwhile) and does nothing for rate-only policies. Call
+ * it once the work is done; more calls do nothing.
+ */
+export interface RateLimitPermit extends RateLimitDecision {
+  release(): Promise<void>;
+}
+
+const NO_LEASE = () => Promise.resolve();
+
+/** `RateLimitService.acquire` once its key and policies are known. */
+export async function acquirePermit(
+  store: RateLimitStore,
+  leases: LeaseKeeper,
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+  options: AcquireOptions | undefined,
+  where: string,
+): Promise<RateLimitPermit> {
+  const maxWaitMs = resolveMaxWait(options?.maxWait, policies, where);
+  const signal = options?.signal;
+  signal?.throwIfAborted();
+  const decision = await waitForSlot(store, leases, keys, policies, costs, {
+    maxWaitMs,
+    onAbandon: signal && ((listener) => onAbort(signal, listener)),
+    abandoned: () => signal?.reason,
+  });
+  if (!decision.allowed) throw new RateLimitException(rejectionMessage(decision), decision);
+  const lease = leases.hold(keys, policies, costs, decision);
+  const release = lease === undefined ? NO_LEASE : () => leases.release(lease);
+  return { ...decision, release };
+}
+
+/** `maxWait` in ms: given (0 allowed), else the longest period among the policies. */
+function resolveMaxWait(
+  value: Duration | undefined,
+  policies: readonly ResolvedPolicy[],
+  where: string,
+): number {
+  if (value === undefined) return Math.max(...policies.map((p) => p.periodMs));
+  return value === 0 || value === '0' ? 0 : parseDuration(value, 'maxWait', where);
+}
+
+function onAbort(signal: AbortSignal, listener: () => void): () => void {
+  signal.addEventListener('abort', listener, { once: true });
+  return () => signal.removeEventListener('abort', listener);
+}
+
+function rejectionMessage(decision: RateLimitDecision): string {
+  if (decision.degraded === 'deny') return STORE_UNAVAILABLE_MESSAGE;
+  if (decision.retryAfterMs === Infinity) return COST_TOO_HIGH_MESSAGE;
+  return 'No slot within maxWait';
+}

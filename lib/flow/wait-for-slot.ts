@@ -1,0 +1,128 @@
+import { BOOKABLE } from '../algorithms/algorithm.js';
+import { CONCURRENCY_RETRY_MS } from '../algorithms/concurrency.js';
+import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { invoke, type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+import { type LeaseKeeper } from './lease-keeper.js';
+
+/** How long a call may wait for its slot, and how to tell that its caller went away. */
+export interface SlotWait {
+  readonly maxWaitMs: number;
+  /** Subscribes to the caller going away (an aborted signal, a closed connection); returns how to unsubscribe. */
+  readonly onAbandon?: (listener: () => void) => (() => void) | undefined;
+  /** What the wait rejects with once its caller has gone. */
+  readonly abandoned?: () => unknown;
+}
+
+/**
+ * A full concurrency limit held by another instance is asked again no sooner than this, plus up
+ * to `POLL_JITTER_MS` at random, so that waiters spread out instead of asking in step. A release
+ * on this instance wakes its waiters at once.
+ */
+export const LEASE_POLL_MS = 50;
+export const LEASE_POLL_JITTER_MS = 25;
+
+/**
+ * Decides a call that may wait up to `maxWaitMs` for its slot instead of being rejected.
+ *
+ * When every policy is a bucket (token bucket, GCRA), one store call books the slot and says
+ * when it begins: the caller sleeps until then, however long, with no further call, and callers
+ * on every instance are let through in the order they booked. Otherwise the call is retried when
+ * the rejecting policies say it may fit (`retryAfterMs`), and a full concurrency limit is asked
+ * again when a lease is freed here or every 50-75 ms. A call that cannot fit within what is left
+ * of `maxWaitMs` is answered with its rejection at once, as is a cost that can never fit.
+ *
+ * Resolves with the allowing decision, or the last rejection. Rejects with `abandoned()` when the
+ * caller goes away meanwhile; a slot already booked for it is given back first.
+ */
+export async function waitForSlot(
+  store: RateLimitStore,
+  leases: LeaseKeeper,
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+  wait: SlotWait,
+): Promise<RateLimitDecision> {
+  const started = performance.now();
+  const bookable = policies.every((p) => BOOKABLE.has(p.algorithm));
+  let gone = false;
+  let interrupt: (() => void) | undefined;
+  let unsubscribe: (() => void) | undefined;
+  const watch = () => {
+    unsubscribe ??= wait.onAbandon?.(() => {
+      gone = true;
+      interrupt?.();
+    });
+  };
+  try {
+    for (;;) {
+      const leftMs = wait.maxWaitMs - (performance.now() - started);
+      const decision = bookable
+        ? await invoke(store, 'reserve', keys, policies, costs, { maxWaitMs: Math.max(0, leftMs) })
+        : await store.consume(keys, policies, costs);
+      if (decision.allowed) {
+        const waitMs = decision.waitMs ?? 0;
+        if (waitMs > 0) {
+          watch();
+          await pause(waitMs, (wake) => (interrupt = wake));
+          if (gone) {
+            await invoke(store, 'refund', keys, policies, costs, { of: decision }).catch(() => {});
+            throw wait.abandoned?.();
+          }
+        }
+        return decision;
+      }
+      // `'allow'` and `'deny'` answer for a failing store; waiting would not change them.
+      if (decision.degraded !== undefined && decision.degraded !== 'memory') return decision;
+      const next = nextTry(decision, leftMs);
+      if (next === undefined) return decision;
+      watch();
+      if (gone) throw wait.abandoned?.();
+      await pause(next.ms, (wake) => (interrupt = wake), next.onLease ? leases : undefined, keys);
+      if (gone) throw wait.abandoned?.();
+    }
+  } finally {
+    unsubscribe?.();
+  }
+}
+
+/** When to ask again after a rejection, or undefined when it cannot fit in time. */
+function nextTry(
+  decision: RateLimitDecision,
+  leftMs: number,
+): { ms: number; onLease: boolean } | undefined {
+  if (decision.retryAfterMs === Infinity) return undefined;
+  let rateMs = 0;
+  let leasesFull = false;
+  for (const p of decision.policies) {
+    if (p.allowed) continue;
+    if (p.policy.algorithm === 'concurrency' && p.retryAfterMs === CONCURRENCY_RETRY_MS) {
+      leasesFull = true;
+    } else if (p.retryAfterMs > rateMs) {
+      rateMs = p.retryAfterMs;
+    }
+  }
+  if (rateMs > leftMs || leftMs <= 0) return undefined;
+  if (!leasesFull) return { ms: rateMs, onLease: false };
+  const pollMs = LEASE_POLL_MS + Math.random() * LEASE_POLL_JITTER_MS;
+  return { ms: Math.max(rateMs, Math.min(leftMs, pollMs)), onLease: true };
+}
+
+/** Sleeps `ms`, or less if woken: by `bind`'s function, or by a lease freed on one of `keys`. */
+function pause(
+  ms: number,
+  bind: (wake: () => void) => void,
+  leases?: LeaseKeeper,
+  keys?: readonly string[],
+): Promise<void> {
+  return new Promise((resolve) => {
+    let stop: (() => void) | undefined;
+    const wake = () => {
+      clearTimeout(timer);
+      stop?.();
+      resolve();
+    };
+    const timer = setTimeout(wake, ms);
+    bind(wake);
+    if (leases !== undefined) stop = leases.onRelease(keys!, wake);
+  });
+}
