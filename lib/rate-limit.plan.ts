@@ -129,10 +129,8 @@ function checkNames(templates: PolicyTemplate[], where: string): PolicyTemplate[
 function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): PolicyTemplate {
   const route = checkRouteFields(routePolicy, where);
   // The route-only fields are checked; what follows is the policy proper.
-  const { maxWait: _, ...policy } = (routePolicy ?? {}) as RateLimitPolicy<unknown> & {
-    maxWait?: unknown;
-  };
   checkShape(routePolicy, where);
+  const policy: RateLimitPolicy<unknown> = routePolicy ?? {};
   const { period, threshold, cost = 1, name } = policy;
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
   // Check now what does not depend on the request, so mistakes surface at startup.
