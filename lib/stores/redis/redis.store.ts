@@ -97,22 +97,23 @@ export class RedisStore implements RateLimitStore {
   }
 
   /**
-   * Runs the decision script once with no keys, which records nothing: it loads the script on the
-   * server and learns Redis's clock, so that even the first decisions carry a deadline. Resolves
-   * whatever happens; a failure only leaves that for the first reply.
+   * Runs each decision script once with no keys, which records nothing: it loads the scripts on
+   * the server, so that the first burst of traffic does not meet NOSCRIPT on every call at once,
+   * and learns Redis's clock, so that even the first decisions carry a deadline. Resolves
+   * whatever happens; a failure only leaves that for the first replies.
    */
   async warmUp(): Promise<void> {
     if (this.deadline === undefined || !this.scripts.ready()) return;
-    try {
-      const reply = (await this.scripts.run(
-        DECISION_SCRIPTS.mixed,
-        [],
-        ['', 0, '', 'p'],
-      )) as number[];
-      this.deadline.observe(reply[reply.length - 1]);
-    } catch {
-      // The first decision's reply teaches the same.
-    }
+    const empty = ['', 0, '', 'p'];
+    await Promise.all(
+      Object.values(DECISION_SCRIPTS).map((script) =>
+        this.scripts.run(script, [], empty).then(
+          (reply) => this.deadline?.observe((reply as number[])[1]),
+          // The first decision's reply teaches the same.
+          () => {},
+        ),
+      ),
+    );
   }
 
   /** Whether the client was handed over without being connected (node-redis needs `connect()`). */

@@ -1,0 +1,181 @@
+/**
+ * RateLimitService.acquire and run across several module instances sharing one store: real
+ * Redis through both client libraries, and one memory store shared within the process. Times are
+ * real; assertions bound them from below (spacing) and only loosely from above.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  MemoryStore,
+  RateLimitException,
+  RateLimitModule,
+  type RateLimitPolicy,
+  type RateLimitRootOptions,
+  RateLimitService,
+} from '../../lib/index.js';
+import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
+import { useRedis } from '../support/stores.js';
+
+type Target = 'memory' | ClientKind;
+const TARGETS: Target[] = ['memory', ...CLIENT_KINDS];
+const SPACED: RateLimitPolicy = {
+  algorithm: 'leaky-bucket',
+  period: '1s',
+  threshold: 10,
+  burst: 1,
+};
+// Timers and the two clocks (Redis TIME, this process) may disagree by a millisecond or two.
+const CLOCK_TOLERANCE_MS = 3;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.each(TARGETS)('acquire and run on %s, two instances', (target) => {
+  const redis = useRedis(target === 'memory' ? 'memory' : 'redis');
+  const apps: INestApplication[] = [];
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+
+  /** Two module instances on one store, as two processes behind a load balancer would be. */
+  async function instances(options: RateLimitRootOptions = {}): Promise<RateLimitService[]> {
+    const shared = target === 'memory' ? new MemoryStore() : undefined;
+    const prefix = `f-${randomUUID().slice(0, 8)}`;
+    const services: RateLimitService[] = [];
+    for (let i = 0; i < 2; i++) {
+      const store = shared ? { store: shared } : { redis: await redis().connect(target) };
+      const ref = await Test.createTestingModule({
+        imports: [RateLimitModule.forRoot({ ...store, keyPrefix: prefix, ...options })],
+      }).compile();
+      const app = ref.createNestApplication({ logger: false });
+      await app.init();
+      apps.push(app);
+      services.push(app.get(RateLimitService));
+    }
+    return services;
+  }
+
+  async function scriptCalls(): Promise<number> {
+    const info = await redis().shared.info('commandstats');
+    let calls = 0;
+    for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g))
+      calls += Number(match[1]);
+    return calls;
+  }
+
+  it('admits 15 + 15 acquires on one GCRA key at its spacing, one store call each', async () => {
+    const [a, b] = await instances();
+    const key = `partner:${randomUUID()}`;
+    const before = target === 'memory' ? 0 : await scriptCalls();
+    const admitted: number[] = [];
+    const acquire = async (service: RateLimitService) => {
+      const permit = await service.acquire(key, SPACED, { maxWait: '10s' });
+      admitted.push(performance.now());
+      await permit.release();
+    };
+    await Promise.all(Array.from({ length: 30 }, (_, i) => acquire(i % 2 === 0 ? a : b)));
+    expect(admitted).toHaveLength(30);
+    admitted.sort((x, y) => x - y);
+    const gaps = admitted.slice(1).map((t, i) => t - admitted[i]);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100 - CLOCK_TOLERANCE_MS);
+    if (target !== 'memory') expect((await scriptCalls()) - before).toBe(30);
+  });
+
+  it('rejects at once a wait longer than maxWait, with its retry time, booking nothing', async () => {
+    const [a, b] = await instances();
+    const key = `partner:${randomUUID()}`;
+    await a.acquire(key, SPACED);
+    // Booked 100 ms ahead; the next free slot is then 200 ms away.
+    const booked = b.acquire(key, SPACED, { maxWait: '1s' });
+    await sleep(20);
+    const before = await a.peek(key, SPACED);
+    const started = performance.now();
+    const error = await b.acquire(key, SPACED, { maxWait: '150ms' }).catch((e: unknown) => e);
+    expect(performance.now() - started).toBeLessThan(100);
+    expect(error).toBeInstanceOf(RateLimitException);
+    const { retryAfterMs } = error as RateLimitException;
+    expect(retryAfterMs).toBeGreaterThan(150);
+    expect(retryAfterMs).toBeLessThanOrEqual(200);
+    const after = await a.peek(key, SPACED);
+    expect(after).toMatchObject({ allowed: false, remaining: before.remaining });
+    expect(after.retryAfterMs).toBeLessThanOrEqual(before.retryAfterMs);
+    expect((await booked).waitMs).toBeGreaterThan(50);
+    // A cost no policy can ever allow is refused at once too.
+    await expect(a.acquire(key, SPACED, { cost: 2 })).rejects.toMatchObject({
+      retryAfterMs: Infinity,
+    });
+  });
+
+  it('gives a booked slot back when the wait is aborted', async () => {
+    const [a, b] = await instances();
+    const key = `partner:${randomUUID()}`;
+    await a.acquire(key, SPACED);
+    const controller = new AbortController();
+    const waiting = b.acquire(key, SPACED, { signal: controller.signal });
+    await sleep(30);
+    controller.abort(new Error('shutting down'));
+    await expect(waiting).rejects.toThrow('shutting down');
+    // The aborted call's slot is the next caller's: it waits one interval, not two.
+    const next = await a.acquire(key, SPACED);
+    expect(next.waitMs ?? 0).toBeLessThanOrEqual(100);
+  });
+
+  it('runs 6 calls of 200 ms, at most 2 at once across both instances, with and without waiting', async () => {
+    const [a, b] = await instances();
+    const key = `exports:${randomUUID()}`;
+    const policy: RateLimitPolicy = { algorithm: 'concurrency', threshold: 2, period: '10s' };
+    let running = 0;
+    let most = 0;
+    const job = async () => {
+      running++;
+      most = Math.max(most, running);
+      await sleep(200);
+      running--;
+      return 'done';
+    };
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).run(key, policy, job, { maxWait: '5s' })),
+    );
+    expect(results).toEqual(Array(6).fill('done'));
+    expect(most).toBe(2);
+
+    const holding = [a.run(key, policy, job), b.run(key, policy, job)];
+    await sleep(20);
+    const started = performance.now();
+    await expect(a.run(key, policy, job, { maxWait: 0 })).rejects.toMatchObject({
+      retryAfterMs: 1000,
+    });
+    expect(performance.now() - started).toBeLessThan(100);
+    await Promise.all(holding);
+    // run() frees the lease whether fn resolves or throws.
+    await expect(a.run(key, policy, () => Promise.reject(new Error('boom')))).rejects.toThrow(
+      'boom',
+    );
+    await expect(a.run(key, policy, () => Promise.reject(new Error('boom')))).rejects.toThrow(
+      'boom',
+    );
+    expect((await b.peek(key, policy)).remaining).toBe(1);
+  });
+
+  it('keeps a lease held three times longer than its period', async () => {
+    const [a, b] = await instances();
+    const key = `exports:${randomUUID()}`;
+    const policy: RateLimitPolicy = { algorithm: 'concurrency', threshold: 1, period: '1s' };
+    const permit = await a.acquire(key, policy);
+    const rejected: boolean[] = [];
+    for (let t = 0; t < 3000; t += 250) {
+      await sleep(250);
+      rejected.push(
+        await b.acquire(key, policy, { maxWait: 0 }).then(
+          () => false,
+          () => true,
+        ),
+      );
+    }
+    expect(rejected.every(Boolean)).toBe(true);
+    await permit.release();
+    const next = await b.acquire(key, policy, { maxWait: 0 });
+    await next.release();
+  });
+});
