@@ -9,6 +9,7 @@ export default tseslint.config(
       'dist/',
       'dist-sample/',
       'dist-bench/',
+      'dist-test/',
       'dist-docs/',
       'coverage/',
       '.docs-examples/',
