@@ -1,4 +1,5 @@
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type Block, covers, leasesFull, replay, shortestWait } from './block-replay.js';
 import { monotonicClock } from './clock.js';
 import {
   type Clock,
@@ -6,15 +7,6 @@ import {
   type RateLimitDecision,
   type RateLimitStore,
 } from './store.interface.js';
-
-interface Block {
-  /** Local time (ms) until which the same request is certainly rejected. */
-  until: number;
-  policies: readonly ResolvedPolicy[];
-  costs: readonly number[];
-  decision: RateLimitDecision;
-  decidedAt: number;
-}
 
 /** What this instance knows of a key the store has rejected. */
 interface HotKey {
@@ -276,63 +268,4 @@ function wake(hot: HotKey, storeFailed: boolean): void {
   const waiters = hot.waiters;
   hot.waiters = [];
   for (const resume of waiters) resume(storeFailed);
-}
-
-/**
- * Whether the block answers this request: the same limits (a per-request threshold may have
- * grown) and the same costs (a smaller request might fit; a larger one is rejected too, but with
- * another wait, which only the store can tell).
- */
-function covers(
-  block: Block,
-  policies: readonly ResolvedPolicy[],
-  costs: readonly number[],
-): boolean {
-  for (let i = 0; i < costs.length; i++) {
-    const [was, now] = [block.policies[i], policies[i]];
-    if (costs[i] !== block.costs[i]) return false;
-    if (was === now) continue;
-    if (
-      was.algorithm !== now.algorithm ||
-      was.threshold !== now.threshold ||
-      was.periodUs !== now.periodUs ||
-      was.burst !== now.burst
-    ) {
-      return false;
-    }
-  }
-  return true;
-}
-
-function leasesFull(decision: RateLimitDecision): boolean {
-  for (const p of decision.policies)
-    if (!p.allowed && p.policy.algorithm === 'concurrency') return true;
-  return false;
-}
-
-/**
- * Until the first rejecting policy's wait is over: by then the request is still rejected, but that
- * policy's own answer changes, and only the store can give the new one.
- */
-function shortestWait(decision: RateLimitDecision): number {
-  let wait = decision.retryAfterMs;
-  for (const p of decision.policies) if (!p.allowed && p.retryAfterMs < wait) wait = p.retryAfterMs;
-  return wait;
-}
-
-/** The stored rejection, with its waits shortened by the time that has passed. */
-function replay(block: Block, now: number): RateLimitDecision {
-  const elapsed = Math.floor(now - block.decidedAt);
-  const shorten = (ms: number) => Math.max(1, ms - elapsed);
-  const { decision } = block;
-  return {
-    ...decision,
-    retryAfterMs: shorten(decision.retryAfterMs),
-    resetAfterMs: shorten(decision.resetAfterMs),
-    policies: decision.policies.map((p) => ({
-      ...p,
-      retryAfterMs: p.allowed ? 0 : shorten(p.retryAfterMs),
-      resetAfterMs: shorten(p.resetAfterMs),
-    })),
-  };
 }

@@ -44,7 +44,9 @@ describe.each(TARGETS)('acquire and run on %s, two instances', (target) => {
     const prefix = `f-${randomUUID().slice(0, 8)}`;
     const services: RateLimitService[] = [];
     for (let i = 0; i < 2; i++) {
-      const store = shared ? { store: shared } : { redis: await redis().connect(target) };
+      const store = shared
+        ? { store: shared }
+        : { redis: await redis().connect(target as ClientKind) };
       const ref = await Test.createTestingModule({
         imports: [RateLimitModule.forRoot({ ...store, keyPrefix: prefix, ...options })],
       }).compile();

@@ -11,6 +11,7 @@ import {
   type RateLimitStore,
   RedisStore,
 } from '../../lib/index.js';
+import { type RateAlgorithm } from '../../lib/algorithms/algorithm.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
 import { TestClock, useRedis } from '../support/stores.js';
@@ -30,9 +31,9 @@ describe.each(TARGETS)('bookings and leases on %s', (target) => {
     const key = () => `flow:{${randomUUID()}}`;
     return { clock, store, key };
   }
-  const policy = (p: RateLimitPolicy) => resolvePolicy(p, 'flow');
+  const policy = (p: RateLimitPolicy<unknown>) => resolvePolicy(p, 'flow');
 
-  describe.each([['leaky-bucket'], ['token-bucket']] as const)('%s', (algorithm) => {
+  describe.each<RateAlgorithm>(['leaky-bucket', 'token-bucket'])('%s', (algorithm) => {
     const spaced = policy({ algorithm, period: '1s', threshold: 10, burst: 1 });
 
     it('books each slot one interval after the last, in one call, and refuses a wait too long', async () => {

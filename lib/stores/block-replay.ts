@@ -1,0 +1,72 @@
+import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type RateLimitDecision } from './store.interface.js';
+
+/** A rejection the block cache answers locally until `until`. */
+export interface Block {
+  /** Local time (ms) until which the same request is certainly rejected. */
+  until: number;
+  policies: readonly ResolvedPolicy[];
+  costs: readonly number[];
+  decision: RateLimitDecision;
+  decidedAt: number;
+}
+
+/**
+ * Whether the block answers this request: the same limits (a per-request threshold may have
+ * grown) and the same costs (a smaller request might fit; a larger one is rejected too, but with
+ * another wait, which only the store can tell).
+ */
+export function covers(
+  block: Block,
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+): boolean {
+  for (let i = 0; i < costs.length; i++) {
+    const [was, now] = [block.policies[i], policies[i]];
+    if (costs[i] !== block.costs[i]) return false;
+    if (was === now) continue;
+    if (
+      was.algorithm !== now.algorithm ||
+      was.threshold !== now.threshold ||
+      was.periodUs !== now.periodUs ||
+      was.burst !== now.burst
+    ) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Whether a full concurrency limit took part in the rejection: it promises no wait at all. */
+export function leasesFull(decision: RateLimitDecision): boolean {
+  for (const p of decision.policies)
+    if (!p.allowed && p.policy.algorithm === 'concurrency') return true;
+  return false;
+}
+
+/**
+ * Until the first rejecting policy's wait is over: by then the request is still rejected, but that
+ * policy's own answer changes, and only the store can give the new one.
+ */
+export function shortestWait(decision: RateLimitDecision): number {
+  let wait = decision.retryAfterMs;
+  for (const p of decision.policies) if (!p.allowed && p.retryAfterMs < wait) wait = p.retryAfterMs;
+  return wait;
+}
+
+/** The stored rejection, with its waits shortened by the time that has passed. */
+export function replay(block: Block, now: number): RateLimitDecision {
+  const elapsed = Math.floor(now - block.decidedAt);
+  const shorten = (ms: number) => Math.max(1, ms - elapsed);
+  const { decision } = block;
+  return {
+    ...decision,
+    retryAfterMs: shorten(decision.retryAfterMs),
+    resetAfterMs: shorten(decision.resetAfterMs),
+    policies: decision.policies.map((p) => ({
+      ...p,
+      retryAfterMs: p.allowed ? 0 : shorten(p.retryAfterMs),
+      resetAfterMs: shorten(p.resetAfterMs),
+    })),
+  };
+}
