@@ -51,7 +51,14 @@ const derivedProviders: Provider[] = [
   RateLimitService,
 ];
 
-const exported = [RATE_LIMIT_OPTIONS, RateLimitStore, RateLimitGuard, RateLimitService];
+// The lease keeper too: a `@UseGuards(RateLimitGuard)` in another module builds the guard there.
+const exported = [
+  RATE_LIMIT_OPTIONS,
+  RateLimitStore,
+  LeaseKeeper,
+  RateLimitGuard,
+  RateLimitService,
+];
 
 /**
  * Rate limiting for a Nest application, shared by every instance through Redis or kept in

@@ -13,6 +13,8 @@ export type Settle = (succeeded: boolean) => void;
 interface NodeResponseLike {
   statusCode?: number;
   writableFinished?: boolean;
+  closed?: boolean;
+  destroyed?: boolean;
   once?(event: 'close', listener: () => void): unknown;
 }
 
@@ -34,12 +36,15 @@ export function watchOutcome(context: ExecutionContext, settle: Settle): () => b
     const res = reply?.raw ?? reply;
     if (typeof res?.once !== 'function') {
       settle(false);
-    } else {
-      res.once('close', () => {
-        const status = res.statusCode ?? 500;
-        settle(res.writableFinished === true && status < 400);
-      });
+      return neverUnclaimed;
     }
+    const closed = () => {
+      const status = res.statusCode ?? 500;
+      settle(res.writableFinished === true && status < 400);
+    };
+    // The client may have gone while the guard was deciding: 'close' has fired already.
+    if (res.closed === true || res.destroyed === true) closed();
+    else res.once('close', closed);
     return neverUnclaimed;
   }
   const args = context.getArgs();

@@ -26,7 +26,10 @@ export interface RateLimitPolicy<C = never> {
   burst?: number;
   /** How many requests one call counts as. A positive integer. Default 1. */
   cost?: Dynamic<number, C>;
-  /** Name in the `RateLimit` headers. Default `"<threshold>-per-<period>"`, e.g. `"5-per-1s"`. */
+  /**
+   * Name in the `RateLimit` headers. Default `"<threshold>-per-<period>"`, e.g. `"5-per-1s"`;
+   * `"<threshold>-at-once"` for a concurrency limit.
+   */
   name?: string;
   /**
    * Once this policy rejects a request, lock the caller out of it for this long, from that
@@ -132,10 +135,12 @@ export function resolvePolicy(
   const threshold = checkCount(valueOr(policy?.threshold, DEFAULT_THRESHOLD), 'threshold', where);
   const algorithm = checkAlgorithm(policy?.algorithm, where);
   const burst = resolveBurst(policy?.burst, algorithm, threshold, where);
-  const name = checkName(
-    valueOr(policy?.name, `${threshold}-per-${formatDuration(periodMs)}`),
-    where,
-  );
+  // A concurrency limit's period is how long a lease lives, not a window it counts over.
+  const defaultName =
+    algorithm === 'concurrency'
+      ? `${threshold}-at-once`
+      : `${threshold}-per-${formatDuration(periodMs)}`;
+  const name = checkName(valueOr(policy?.name, defaultName), where);
   const code = ALGORITHM_CODES[algorithm];
   const periodUs = periodMs * 1000;
   // Bucket capacities are held in microseconds of draining; keep them exact doubles.

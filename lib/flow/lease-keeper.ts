@@ -19,6 +19,8 @@ export interface HeldLease {
 
 // Renewed when a third of the lease's life has passed, so one failed renewal still leaves time.
 const RENEWALS_PER_PERIOD = 3;
+// A renewal that failed is tried again this soon (or at its next turn, if sooner).
+const RENEW_RETRY_MS = 100;
 const logger = new Logger('RateLimit');
 
 /**
@@ -163,6 +165,10 @@ export class LeaseKeeper {
       })
       .catch((error: unknown) => {
         this.warn(`Renewing a concurrency lease failed; retrying: ${String(error)}`);
+        // Soon, not a third of a period later: the lease must not run out while the store is back.
+        if (lease.released) return;
+        lease.renewAt = Math.min(lease.renewAt, performance.now() + RENEW_RETRY_MS);
+        if (lease.renewAt < this.timerAt) this.arm(lease.renewAt);
       });
   }
 

@@ -1,6 +1,7 @@
 import { BOOKABLE } from '../algorithms/algorithm.js';
 import { CONCURRENCY_RETRY_MS } from '../algorithms/concurrency.js';
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { leaseOf } from '../stores/decision.js';
 import { invoke, type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
 
@@ -53,6 +54,8 @@ export async function waitForSlot(
       interrupt?.();
     });
   };
+  // From the start: the caller may go while the first store call is under way.
+  watch();
   try {
     for (;;) {
       const leftMs = wait.maxWaitMs - (performance.now() - started);
@@ -61,13 +64,10 @@ export async function waitForSlot(
         : await store.consume(keys, policies, costs);
       if (decision.allowed) {
         const waitMs = decision.waitMs ?? 0;
-        if (waitMs > 0) {
-          watch();
-          await pause(waitMs, (wake) => (interrupt = wake));
-          if (gone) {
-            await invoke(store, 'refund', keys, policies, costs, { of: decision }).catch(() => {});
-            throw wait.abandoned?.();
-          }
+        if (waitMs > 0 && !gone) await pause(waitMs, (wake) => (interrupt = wake));
+        if (gone) {
+          await giveBack(store, keys, policies, costs, decision);
+          throw wait.abandoned?.();
         }
         return decision;
       }
@@ -75,7 +75,6 @@ export async function waitForSlot(
       if (decision.degraded !== undefined && decision.degraded !== 'memory') return decision;
       const next = nextTry(decision, leftMs);
       if (next === undefined) return decision;
-      watch();
       if (gone) throw wait.abandoned?.();
       await pause(next.ms, (wake) => (interrupt = wake), next.onLease ? leases : undefined, keys);
       if (gone) throw wait.abandoned?.();
@@ -83,6 +82,29 @@ export async function waitForSlot(
   } finally {
     unsubscribe?.();
   }
+}
+
+/**
+ * Undoes an allowed decision nobody will use: the rate policies get their count back, and a
+ * lease is freed (a refund would free the newest lease, not necessarily this one). Failures are
+ * ignored: the slot then passes unused, and a lease expires.
+ */
+async function giveBack(
+  store: RateLimitStore,
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+  decision: RateLimitDecision,
+): Promise<void> {
+  const rateCosts = policies.map((p, i) => (p.algorithm === 'concurrency' ? 0 : costs[i]));
+  const undo: Array<Promise<unknown>> = [];
+  if (rateCosts.some((c) => c > 0)) {
+    undo.push(invoke(store, 'refund', keys, policies, rateCosts, { of: decision }));
+  }
+  if (leaseOf(decision) !== undefined) {
+    undo.push(invoke(store, 'release', keys, policies, costs, { of: decision }));
+  }
+  await Promise.allSettled(undo);
 }
 
 /** When to ask again after a rejection, or undefined when it cannot fit in time. */

@@ -65,9 +65,17 @@ export interface Transport {
 interface EmitterLike {
   once?(event: string, listener: () => void): unknown;
   removeListener?(event: string, listener: () => void): unknown;
+  /** Node streams: set once they have closed, when the event has already fired. */
+  closed?: boolean;
+  destroyed?: boolean;
 }
 
-/** Listens once for `event` on `emitter`, if it is one; see {@link Transport.abandoned}. */
+const nothingToUndo = () => {};
+
+/**
+ * Listens once for `event` on `emitter`, if it is one; see {@link Transport.abandoned}. A stream
+ * that has closed already will not say so again: the listener is called at once.
+ */
 export function onceEvent(
   emitter: unknown,
   event: string,
@@ -75,6 +83,10 @@ export function onceEvent(
 ): (() => void) | undefined {
   const target = emitter as EmitterLike | undefined;
   if (typeof target?.once !== 'function') return undefined;
+  if (target.closed === true || target.destroyed === true) {
+    queueMicrotask(listener);
+    return nothingToUndo;
+  }
   target.once(event, listener);
   return () => target.removeListener?.(event, listener);
 }

@@ -26,8 +26,9 @@ const SPACED: RateLimitPolicy = {
   threshold: 10,
   burst: 1,
 };
-// Timers and the two clocks (Redis TIME, this process) may disagree by a millisecond or two.
-const CLOCK_TOLERANCE_MS = 3;
+// Slots are booked exactly; an admission is observed when its timer fires, which a busy event
+// loop (two cores, several test workers) can delay by a few ms, shrinking the next gap.
+const CLOCK_TOLERANCE_MS = 10;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -81,6 +82,12 @@ describe.each(TARGETS)('acquire and run on %s, two instances', (target) => {
     admitted.sort((x, y) => x - y);
     const gaps = admitted.slice(1).map((t, i) => t - admitted[i]);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100 - CLOCK_TOLERANCE_MS);
+    // Booked back to back: the 30 slots span 29 intervals, whatever the observation delays.
+    expect(admitted[29] - admitted[0]).toBeGreaterThanOrEqual(2900 - CLOCK_TOLERANCE_MS);
+    if (process.env.FLOW_SPACING_REPORT) {
+      const sorted = [...gaps].sort((x, y) => x - y);
+      console.log(target, 'gaps ms: min', sorted[0], 'median', sorted[14], 'max', sorted[28]);
+    }
     if (target !== 'memory') expect((await scriptCalls()) - before).toBe(30);
   });
 
