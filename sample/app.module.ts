@@ -2,9 +2,12 @@ import { Logger, Module } from '@nestjs/common';
 import { RateLimitModule, type RedisConnection } from 'nest-rate-limit';
 import { createClient } from 'redis';
 import { AuthController } from './auth.controller.js';
+import { ExportsController } from './exports.controller.js';
 import { HelloController } from './hello.controller.js';
 import { ItemsController } from './items.controller.js';
 import { countDecision, MetricsController } from './metrics.js';
+import { PartnerQuotes } from './partner-quotes.service.js';
+import { QuotesController } from './quotes.controller.js';
 
 /**
  * `REDIS_URL` shares the limits through Redis, with an ioredis client the module creates;
@@ -36,6 +39,14 @@ async function redisConnection(logger: Logger): Promise<RedisConnection | undefi
       },
     }),
   ],
-  controllers: [HelloController, ItemsController, AuthController, MetricsController],
+  controllers: [
+    HelloController,
+    ItemsController,
+    AuthController,
+    ExportsController,
+    QuotesController,
+    MetricsController,
+  ],
+  providers: [PartnerQuotes],
 })
 export class AppModule {}

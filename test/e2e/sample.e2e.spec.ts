@@ -67,6 +67,24 @@ describe('the sample app', () => {
     expect(count('ItemsController.findOne', 'limited')).toBe('1');
     expect(res.text).not.toMatch(/MetricsController/);
   });
+  it('runs two exports at once per client, and frees both leases when they finish', async () => {
+    const server = app.getHttpServer();
+    const runs = await Promise.all([1, 2, 3].map(() => request(server).post('/exports')));
+    const statuses = runs.map((r) => r.status).sort();
+    expect(statuses).toEqual([201, 201, 429]);
+    expect(runs.find((r) => r.status === 429)!.headers['retry-after']).toBe('1');
+    const next = await request(server).post('/exports');
+    expect(next.status).toBe(201);
+    expect(next.headers['ratelimit']).toMatch(/^"2-at-once";r=1;/);
+  });
+
+  it('holds a burst of /quotes for its turns, 200 ms apart, instead of answering 429', async () => {
+    const server = app.getHttpServer();
+    const burst = await Promise.all([1, 2, 3, 4, 5].map(() => request(server).get('/quotes')));
+    expect(burst.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    const at = burst.map((r) => Date.parse((r.body as { at: string }).at)).sort((a, b) => a - b);
+    for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBeGreaterThanOrEqual(190);
+  });
 });
 
 describe.each([
