@@ -51,6 +51,24 @@ function ALGORITHMS.cc.free(key, p, id)
   return id
 end
 
+-- A decision's lease id: the first from now that is free in every key of a policy with leases
+-- (the same id in each, so that one id frees them all); nil when no policy has leases.
+lease_id = function(policies, now)
+  local id, moved, any = now, true, false
+  while moved do
+    moved = false
+    for i = 1, #KEYS do
+      local free = policies[i].algorithm.free
+      if free then
+        local next_id = free(KEYS[i], policies[i], id)
+        moved = moved or next_id ~= id
+        id, any = next_id, true
+      end
+    end
+  end
+  return any and id or nil
+end
+
 function ALGORITHMS.cc.commit(key, now, p, slack, count, _, lease)
   for j = 0, p.cost - 1 do
     redis.call('ZADD', key, now + p.period, lease + j)

@@ -75,24 +75,6 @@ local function rejected(key, p, retry, w1, w2, lock)
   return remaining, reset, retry
 end
 
--- The lease id of a decision that takes leases: the first from now that is free in every key.
--- None when no policy takes leases.
-local function lease_id(policies)
-  local id, moved, any = now, true, false
-  while moved do
-    moved = false
-    for i = 1, #KEYS do
-      local free = policies[i].algorithm.free
-      if free then
-        local next_id = free(KEYS[i], policies[i], id)
-        moved = moved or next_id ~= id
-        id, any = next_id, true
-      end
-    end
-  end
-  return any and id or nil
-end
-
 -- One policy consumed, the usual case: the same steps without the tables that gather several.
 if #KEYS == 1 and op == 'c' then
   local p = policy(1)
@@ -141,7 +123,8 @@ for i = 1, #KEYS do
   end
 end
 local takes = allowed == 1 and (op == 'c' or op == 'w')
-local lease = takes and lease_id(policies) or nil
+-- Only scripts with the concurrency algorithm define lease_id (see concurrency.lua).
+local lease = takes and lease_id and lease_id(policies, now) or nil
 
 local reply = { allowed }
 for i = 1, #KEYS do

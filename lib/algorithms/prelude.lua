@@ -18,3 +18,7 @@ local function lock_of(key)
     return -stored
   end
 end
+
+-- The lease id of a decision, set by the algorithms that hand out leases; nil in scripts without
+-- them, so that the others do not define it on every call.
+local lease_id = nil

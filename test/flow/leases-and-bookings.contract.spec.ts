@@ -13,6 +13,7 @@ import {
 } from '../../lib/index.js';
 import { type RateAlgorithm } from '../../lib/algorithms/algorithm.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { leaseOf } from '../../lib/stores/decision.js';
 import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
 import { TestClock, useRedis } from '../support/stores.js';
 
@@ -132,6 +133,15 @@ describe.each(TARGETS)('bookings and leases on %s', (target) => {
       expect((await store.peek!([k], [wide], [1])).remaining).toBe(0);
       await store.release!([k], [wide], [3], leases[2]);
       expect((await store.peek!([k], [wide], [1])).remaining).toBe(3);
+    });
+
+    it('takes no lease for rate policies alone, whichever script decides them', async () => {
+      const { store, key } = await setup();
+      const mixed = [rate, policy({ algorithm: 'fixed-window', period: '1m', threshold: 3 })];
+      const decision = await store.consume([key(), key()], mixed, [1, 1]);
+      expect(decision.allowed).toBe(true);
+      expect(leaseOf(decision)).toBeUndefined();
+      expect(leaseOf(await store.consume([key()], [two], [1]))).toEqual(expect.any(Number));
     });
 
     it('combines with a rate policy all or nothing', async () => {
