@@ -128,6 +128,17 @@ describe.each(TRANSPORTS)('concurrency leases on %s handlers', (_name, start, br
   const inHandler = (gate: Gate, n: number) => async () =>
     gate.running === n ? (true as const) : `${gate.running} in the handler`;
 
+  it('frees the lease of a call a later guard turned away, at the first renewal instead of renewing it', async () => {
+    const d = await boot();
+    expect(await d.call('deny')).not.toMatch(/^done|^limited/);
+    // The interceptor never ran: the lease stays taken until the keeper finds it unclaimed.
+    expect(await d.call('ok')).toBe('limited, retry after 1');
+    await waitFor('the unclaimed lease freed', 10_000 / 3 + 2000, async () => {
+      const answer = await d.call('ok');
+      return answer === 'done: ok' || answer;
+    });
+  }, 15_000);
+
   it('holds the lease while the handler runs, and frees it when the handler completes', async () => {
     const d = await boot();
     const held = d.call('hold');
