@@ -12,5 +12,8 @@ export default {
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
   testTimeout: 30_000,
+  // A handle left open by one test (a client reconnecting, a timer) must fail loudly in that test,
+  // not hang the run until CI gives up: exit once every test has finished.
+  forceExit: true,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };

@@ -35,6 +35,7 @@ export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private warnings = 0;
+  private closed = false;
 
   constructor(@Inject(RateLimitStore) private readonly store: RateLimitStore) {}
 
@@ -52,6 +53,11 @@ export class LeaseKeeper {
     unclaimed?: () => boolean,
   ): HeldLease | undefined {
     if (leaseOf(decision) === undefined) return undefined;
+    if (this.closed) {
+      // Taken by a call that was still waiting when the app shut down: nobody will end it.
+      void invoke(this.store, 'release', keys, policies, costs, { of: decision }).catch(() => {});
+      return undefined;
+    }
     let periodMs = Infinity;
     for (const p of policies) {
       if (p.algorithm === 'concurrency' && p.periodMs < periodMs) periodMs = p.periodMs;
@@ -112,6 +118,7 @@ export class LeaseKeeper {
 
   /** Frees every lease still held, so other instances need not wait for them to expire. */
   async close(): Promise<void> {
+    this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Infinity;
@@ -153,6 +160,7 @@ export class LeaseKeeper {
   }
 
   private renew(lease: HeldLease): void {
+    if (this.closed) return;
     invoke(this.store, 'renew', lease.keys, lease.policies, lease.costs, { of: lease.decision })
       .then((renewed) => {
         if (renewed.allowed || lease.released) return;
@@ -166,7 +174,7 @@ export class LeaseKeeper {
       .catch((error: unknown) => {
         this.warn(`Renewing a concurrency lease failed; retrying: ${String(error)}`);
         // Soon, not a third of a period later: the lease must not run out while the store is back.
-        if (lease.released) return;
+        if (lease.released || this.closed) return;
         lease.renewAt = Math.min(lease.renewAt, performance.now() + RENEW_RETRY_MS);
         if (lease.renewAt < this.timerAt) this.arm(lease.renewAt);
       });

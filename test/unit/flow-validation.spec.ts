@@ -1,6 +1,7 @@
 /** What flow control refuses, and where it says so: decorators at class definition, the service per call. */
 import { describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
+import { LeaseKeeper } from '../../lib/flow/lease-keeper.js';
 import { RateLimit, RateLimitModule, type RoutePolicy, RateLimitService } from '../../lib/index.js';
 
 function defining(policies: RoutePolicy | RoutePolicy[]) {
@@ -53,6 +54,25 @@ describe('flow control through RateLimitService', () => {
     expect(await limiter.peek('k', exports)).toMatchObject({ allowed: true, remaining: 0 });
     await expect(limiter.run('k', exports, () => 'ran')).resolves.toBe('ran');
     await close();
+  });
+
+  it('holds no lease taken after shutdown, and frees it at once', async () => {
+    const ref = await Test.createTestingModule({ imports: [RateLimitModule.forRoot()] }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    const [limiter, keeper] = [app.get(RateLimitService), app.get(LeaseKeeper)];
+    const one = { algorithm: 'concurrency', threshold: 1 } as const;
+    const before = await limiter.acquire('k', one);
+    expect(keeper.size).toBe(1);
+    await app.close();
+    expect(keeper.size).toBe(0);
+    await before.release();
+    // A call still waiting at shutdown gets its permit, but nothing renews it meanwhile.
+    await limiter.acquire('k', one);
+    expect(keeper.size).toBe(0);
+    await expect(limiter.acquire('k', one, { maxWait: 0 })).resolves.toMatchObject({
+      allowed: true,
+    });
   });
 
   it('rejects route-only fields and a bad maxWait or fn, naming them', async () => {
