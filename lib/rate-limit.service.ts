@@ -4,14 +4,13 @@ import { acquirePermit, type AcquireOptions, type RateLimitPermit } from './flow
 import { KeyBuilder } from './keys/key-builder.js';
 import { RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
 import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
-import { compileTemplates, type RoutePolicy } from './rate-limit.plan.js';
+import { PolicyCache } from './rate-limit.policy-cache.js';
 import {
   checkCount,
   configError,
   type Duration,
   parseDuration,
   type RateLimitPolicy,
-  type ResolvedPolicy,
 } from './rate-limit.policy.js';
 import {
   invoke,
@@ -28,13 +27,6 @@ export interface ConsumeOptions {
    * policy's `cost`, else 1.
    */
   cost?: number;
-}
-
-interface Compiled {
-  readonly policies: readonly ResolvedPolicy[];
-  readonly costs: readonly number[];
-  /** Whether a policy hands out concurrency leases. */
-  readonly leases: boolean;
 }
 
 // Built once: the hot path must not assemble the place name of an error it rarely throws.
@@ -62,8 +54,7 @@ const WHERE: Readonly<Record<StoreOperation, string>> = {
 @Injectable()
 export class RateLimitService {
   private readonly keys: KeyBuilder;
-  // Callers usually pass the same policy object every time; validate it once.
-  private readonly compiled = new WeakMap<object, Compiled>();
+  private readonly compiled = new PolicyCache();
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
@@ -238,7 +229,7 @@ export class RateLimitService {
   ) {
     if (typeof key !== 'string' || key === '')
       throw configError(where, 'key', key, 'a non-empty string');
-    const { policies, costs, leases } = this.compile(policy, where);
+    const { policies, costs, leases } = this.compiled.get(policy, where);
     // A lease nobody releases would hold its slot for a whole period.
     if (leases && !leasesAllowed) {
       throw configError(
@@ -251,41 +242,5 @@ export class RateLimitService {
     const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
     const keys = policies.map((p, i) => this.keys.forKey(key, p, i));
     return { keys, policies, costs: cost === undefined ? costs : policies.map(() => cost) };
-  }
-
-  private compile(policy: RateLimitPolicy | readonly RateLimitPolicy[], where: string): Compiled {
-    const cacheable = typeof policy === 'object' && policy !== null;
-    let compiled = cacheable ? this.compiled.get(policy) : undefined;
-    if (compiled === undefined) {
-      const templates = compileTemplates(policy as RoutePolicy | readonly RoutePolicy[], where);
-      if (templates.some((t) => t.fixed === undefined || typeof t.cost !== 'number')) {
-        throw configError(
-          where,
-          'policy',
-          'a function',
-          'plain values: there is no request context here',
-        );
-      }
-      for (const field of ['tracker', 'count', 'shadow', 'maxWait'] as const) {
-        const given = (Array.isArray(policy) ? policy : [policy]).find(
-          (p) => p?.[field] !== undefined,
-        );
-        if (given !== undefined) {
-          throw configError(
-            where,
-            field,
-            given[field],
-            'omitted: it applies to @RateLimit routes only',
-          );
-        }
-      }
-      compiled = {
-        policies: templates.map((t) => t.fixed!),
-        costs: templates.map((t) => t.cost as number),
-        leases: templates.some((t) => t.algorithm === 'concurrency'),
-      };
-      if (cacheable) this.compiled.set(policy, compiled);
-    }
-    return compiled;
   }
 }

@@ -1,0 +1,100 @@
+import { compileTemplates, type RoutePolicy } from './rate-limit.plan.js';
+import { configError, type RateLimitPolicy, type ResolvedPolicy } from './rate-limit.policy.js';
+
+/** What `RateLimitService` needs of a policy (or list of them), validated once. */
+export interface Compiled {
+  readonly policies: readonly ResolvedPolicy[];
+  readonly costs: readonly number[];
+  /** Whether a policy hands out concurrency leases. */
+  readonly leases: boolean;
+}
+
+type Input = RateLimitPolicy | readonly RateLimitPolicy[];
+
+// Distinct policies an application writes inline are few; the bound only stops a caller that
+// builds a new threshold for every call from filling memory.
+const MAX_SHAPES = 1000;
+
+/**
+ * Compiles the policies `RateLimitService` is given, once per object and once per shape. The same
+ * object (a hoisted constant) is found by identity; a new literal with the same fields and values,
+ * as written inline at a call site, is found by a key built from its fields, so that neither is
+ * validated again. A policy that fails validation is never cached.
+ */
+export class PolicyCache {
+  private readonly byObject = new WeakMap<object, Compiled>();
+  private readonly byShape = new Map<string, Compiled>();
+
+  get(policy: Input, where: string): Compiled {
+    const isObject = typeof policy === 'object' && policy !== null;
+    let compiled = isObject ? this.byObject.get(policy) : undefined;
+    if (compiled !== undefined) return compiled;
+    const shape = isObject ? shapeOf(policy) : undefined;
+    compiled = shape === undefined ? undefined : this.byShape.get(shape);
+    if (compiled !== undefined) return compiled;
+    compiled = compile(policy, where);
+    if (isObject) this.byObject.set(policy, compiled);
+    if (shape !== undefined) {
+      if (this.byShape.size >= MAX_SHAPES) this.byShape.clear();
+      this.byShape.set(shape, compiled);
+    }
+    return compiled;
+  }
+}
+
+/**
+ * Every own field and its value, typed (`60` and `'60'` differ), or undefined when a value is not
+ * a plain number, string or boolean: such a policy is cached by identity only.
+ */
+function shapeOf(policy: object): string | undefined {
+  if (Array.isArray(policy)) {
+    let shape = '[';
+    for (const item of policy as unknown[]) {
+      const one = typeof item === 'object' && item !== null ? shapeOf(item) : undefined;
+      if (one === undefined) return undefined;
+      shape += one + '\u0001';
+    }
+    return shape;
+  }
+  let shape = '';
+  for (const field in policy) {
+    const value = (policy as Record<string, unknown>)[field];
+    const type = typeof value;
+    if (type === 'number' || type === 'string' || type === 'boolean' || type === 'undefined') {
+      shape += `${field}\u0002${type[0]}${String(value)}\u0003`;
+    } else {
+      return undefined;
+    }
+  }
+  return shape;
+}
+
+function compile(policy: Input, where: string): Compiled {
+  const templates = compileTemplates(policy as RoutePolicy | readonly RoutePolicy[], where);
+  if (templates.some((t) => t.fixed === undefined || typeof t.cost !== 'number')) {
+    throw configError(
+      where,
+      'policy',
+      'a function',
+      'plain values: there is no request context here',
+    );
+  }
+  for (const field of ['tracker', 'count', 'shadow', 'maxWait'] as const) {
+    const given = (Array.isArray(policy) ? policy : [policy]).find(
+      (p) => (p as RoutePolicy | undefined)?.[field] !== undefined,
+    ) as RoutePolicy | undefined;
+    if (given !== undefined) {
+      throw configError(
+        where,
+        field,
+        given[field],
+        'omitted: it applies to @RateLimit routes only',
+      );
+    }
+  }
+  return {
+    policies: templates.map((t) => t.fixed!),
+    costs: templates.map((t) => t.cost as number),
+    leases: templates.some((t) => t.algorithm === 'concurrency'),
+  };
+}
