@@ -113,9 +113,7 @@ export class MemoryStore implements RateLimitStore {
     costs: readonly number[],
     of: RateLimitDecision,
   ): Promise<RateLimitDecision> {
-    const lease = leaseOf(of);
-    if (lease === undefined) return Promise.resolve(of);
-    return this.decide('l', keys, policies, costs, undefined, lease);
+    return this.onLease('l', keys, policies, costs, of);
   }
 
   renew(
@@ -124,9 +122,20 @@ export class MemoryStore implements RateLimitStore {
     costs: readonly number[],
     of: RateLimitDecision,
   ): Promise<RateLimitDecision> {
+    return this.onLease('n', keys, policies, costs, of);
+  }
+
+  /** A release or renewal; a decision that took no lease has nothing to do either to. */
+  private onLease(
+    op: 'l' | 'n',
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
     const lease = leaseOf(of);
     if (lease === undefined) return Promise.resolve(of);
-    return this.decide('n', keys, policies, costs, undefined, lease);
+    return this.decide(op, keys, policies, costs, undefined, lease);
   }
 
   /** `at`: what follows the operation's letter in Lua (see `decide`). */
