@@ -10,19 +10,11 @@ ALGORITHMS.cc = {}
 -- come back in a second.
 local CC_RETRY_MS = 1000
 
--- Drops expired leases; false when the key holds a lock-out rather than a sorted set.
-local function cc_trim(key, now)
-  return type(redis.pcall('ZREMRANGEBYSCORE', key, '-inf', now)) == 'number'
-end
-
 function ALGORITHMS.cc.check(key, now, p)
-  if not cc_trim(key, now) then
-    local lock = lock_of(key)
-    if lock and lock > now then
-      return 0, ms(lock - now), 0, nil, lock
-    end
-    -- A lock-out that has just ended, though its key has not expired yet.
-    redis.call('DEL', key)
+  -- Expired leases first: a lease counts until its score.
+  local lock = zset_open(key, now, now)
+  if lock then
+    return 0, ms(lock - now), 0, nil, lock
   end
   local count = redis.call('ZCARD', key)
   if p.cost > p.limit then
@@ -101,7 +93,7 @@ end
 
 -- Frees the `cost` leases that expire last.
 function ALGORITHMS.cc.refund(key, now, p)
-  if cc_trim(key, now) then
+  if not zset_open(key, now, now) then
     redis.call('ZPOPMAX', key, p.cost)
   end
 end

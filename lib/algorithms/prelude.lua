@@ -19,6 +19,20 @@ local function lock_of(key)
   end
 end
 
+-- For the sorted-set algorithms: drops the members scored up to `upto`, and returns the end of a
+-- lock-out in force, if any. A lock-out shows as WRONGTYPE here; one that has just ended, though
+-- its key has not expired yet, is deleted, leaving no set at all.
+local function zset_open(key, upto, now)
+  if type(redis.pcall('ZREMRANGEBYSCORE', key, '-inf', upto)) == 'number' then
+    return nil
+  end
+  local lock = lock_of(key)
+  if lock and lock > now then
+    return lock
+  end
+  redis.call('DEL', key)
+end
+
 -- The lease id of a decision, set by the algorithms that hand out leases; nil in scripts without
 -- them, so that the others do not define it on every call.
 local lease_id = nil

@@ -5,20 +5,11 @@
 
 ALGORITHMS.sw = {}
 
--- Trims what left the window; false when the key holds a lock-out rather than a sorted set.
-local function sw_trim(key, now, p)
-  return type(redis.pcall('ZREMRANGEBYSCORE', key, '-inf', now - p.period)) == 'number'
-end
-
 function ALGORITHMS.sw.check(key, now, p)
   -- Trim before counting: only arrivals in (now - period, now] are in the window.
-  if not sw_trim(key, now, p) then
-    local lock = lock_of(key)
-    if lock and lock > now then
-      return 0, ms(lock - now), 0, nil, lock
-    end
-    -- A lock-out that has just ended, though its key has not expired yet.
-    redis.call('DEL', key)
+  local lock = zset_open(key, now - p.period, now)
+  if lock then
+    return 0, ms(lock - now), 0, nil, lock
   end
   local count = redis.call('ZCARD', key)
   if p.cost > p.limit then
@@ -54,7 +45,7 @@ end
 -- Forgets the `cost` most recent requests, or those that arrived at `at`. The key's TTL still
 -- covers what is left.
 function ALGORITHMS.sw.refund(key, now, p, _, at)
-  if not sw_trim(key, now, p) then
+  if zset_open(key, now - p.period, now) then
     return
   end
   if not at then
