@@ -6,28 +6,15 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { ALGORITHMS, type Algorithm } from '../../lib/algorithms/algorithm.js';
-import {
-  MemoryStore,
-  type RateLimitDecision,
-  type RateLimitStore,
-  RedisStore,
-} from '../../lib/index.js';
+import { type RateLimitDecision } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
-import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
-import { TestClock, useRedis } from '../support/stores.js';
+import { STORE_TARGETS, useClockedStores } from '../support/stores.js';
 
-type Target = 'memory' | ClientKind;
-const TARGETS: Target[] = ['memory', ...CLIENT_KINDS];
-
-describe.each(TARGETS)('peek, refund and reset on %s', (target) => {
-  const redis = useRedis(target === 'memory' ? 'memory' : 'redis');
+describe.each(STORE_TARGETS)('peek, refund and reset on %s', (target) => {
+  const stores = useClockedStores(target);
 
   async function setup(algorithm: Algorithm) {
-    const clock = new TestClock();
-    const store: RateLimitStore =
-      target === 'memory'
-        ? new MemoryStore({ clock: clock.now })
-        : new RedisStore({ client: await redis().connect(target), clock: clock.now });
+    const { clock, store } = await stores();
     const policy = resolvePolicy({ algorithm, period: '10s', threshold: 5 }, 'operations');
     const op =
       (name: 'consume' | 'peek' | 'refund' | 'reset') =>

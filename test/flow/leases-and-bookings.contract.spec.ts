@@ -5,30 +5,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import {
-  MemoryStore,
-  type RateLimitPolicy,
-  type RateLimitStore,
-  RedisStore,
-} from '../../lib/index.js';
+import { type RateLimitPolicy } from '../../lib/index.js';
 import { type RateAlgorithm } from '../../lib/algorithms/algorithm.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { leaseOf } from '../../lib/stores/decision.js';
-import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
-import { TestClock, useRedis } from '../support/stores.js';
+import { STORE_TARGETS, useClockedStores } from '../support/stores.js';
 
-type Target = 'memory' | ClientKind;
-const TARGETS: Target[] = ['memory', ...CLIENT_KINDS];
-
-describe.each(TARGETS)('bookings and leases on %s', (target) => {
-  const redis = useRedis(target === 'memory' ? 'memory' : 'redis');
+describe.each(STORE_TARGETS)('bookings and leases on %s', (target) => {
+  const stores = useClockedStores(target);
 
   async function setup() {
-    const clock = new TestClock();
-    const store: RateLimitStore =
-      target === 'memory'
-        ? new MemoryStore({ clock: clock.now })
-        : new RedisStore({ client: await redis().connect(target), clock: clock.now });
+    const { clock, store } = await stores();
     const key = () => `flow:{${randomUUID()}}`;
     return { clock, store, key };
   }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect } from '@jest/globals';
-import { type RateLimitStore } from '../../lib/index.js';
+import { MemoryStore, type RateLimitStore, RedisStore } from '../../lib/index.js';
 import { type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
+import { CLIENT_KINDS, type ClientKind } from './clients.js';
 import { startCluster, type StartClusterOptions, type TestCluster } from './redis-cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
@@ -68,4 +69,26 @@ export function primaryOf(store: RateLimitStore): RateLimitStore {
     current = (current.inner ?? current.primary)!;
   }
   return current;
+}
+
+/** Where a store contract runs: the memory store, or Redis through one client library. */
+export type StoreTarget = 'memory' | ClientKind;
+export const STORE_TARGETS: StoreTarget[] = ['memory', ...CLIENT_KINDS];
+
+/**
+ * Registers what `target` needs for the surrounding describe block (a redis-server for Redis)
+ * and returns a factory of stores, each under a fresh test clock.
+ */
+export function useClockedStores(
+  target: StoreTarget,
+): () => Promise<{ clock: TestClock; store: RateLimitStore }> {
+  const redis = useRedis(target === 'memory' ? 'memory' : 'redis');
+  return async () => {
+    const clock = new TestClock();
+    const store =
+      target === 'memory'
+        ? new MemoryStore({ clock: clock.now })
+        : new RedisStore({ client: await redis().connect(target), clock: clock.now });
+    return { clock, store };
+  };
 }
