@@ -45,14 +45,14 @@ end
 
 -- A decision's lease id: the first from now that is free in every key of a policy with leases
 -- (the same id in each, so that one id frees them all); nil when no policy has leases.
-lease_id = function(policies, now)
+lease_id = function(keys, policies, now)
   local id, moved, any = now, true, false
   while moved do
     moved = false
-    for i = 1, #KEYS do
+    for i = 1, #keys do
       local free = policies[i].algorithm.free
       if free then
-        local next_id = free(KEYS[i], policies[i], id)
+        local next_id = free(keys[i], policies[i], id)
         moved = moved or next_id ~= id
         id, any = next_id, true
       end

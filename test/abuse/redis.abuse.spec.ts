@@ -18,7 +18,7 @@ import {
 } from '../../lib/index.js';
 import { encodeKeyPart, KeyBuilder } from '../../lib/keys/key-builder.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
-import { DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
+import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';
 
@@ -99,6 +99,7 @@ describe('hostile trackers through Redis', () => {
     // A private server starts with no scripts; a shared one (REDIS_URL) is emptied of them, so
     // the count below is this file's doing.
     await admin.script('FLUSH');
+    await admin.call('FUNCTION', 'FLUSH');
     await admin.set(MARKER, 'untouched');
   });
 
@@ -119,23 +120,28 @@ describe('hostile trackers through Redis', () => {
   }
 
   /**
-   * Nothing was flushed or deleted, the scripts of `used` are loaded, and every script the server
-   * holds is one of the library's own: no user data ever became script text.
+   * Nothing was flushed or deleted, the scripts of `used` (or the function library) are loaded,
+   * and every script and function library the server holds is one of the package's own: no user
+   * data ever became code.
    */
-  async function expectUntouched(used: readonly string[]): Promise<void> {
+  async function expectUntouched(used: readonly string[] | 'functions'): Promise<void> {
     expect(await admin.get(MARKER)).toBe('untouched');
     expect(await admin.info('commandstats')).not.toMatch(/cmdstat_(flushall|flushdb|del|unlink):/);
     const codes = [...SCRIPT_SHAS.keys()];
     const exists = (await admin.script('EXISTS', ...SCRIPT_SHAS.values())) as number[];
-    for (const code of used) expect(exists[codes.indexOf(code)]).toBe(1);
+    if (used !== 'functions') for (const code of used) expect(exists[codes.indexOf(code)]).toBe(1);
     const ours = exists.reduce((sum, e) => sum + e, 0);
     expect(await admin.info('memory')).toMatch(
       new RegExp(`^number_of_cached_scripts:${ours}\\r?$`, 'm'),
     );
+    const libraries = JSON.stringify(await admin.call('FUNCTION', 'LIST'));
+    const names = [...libraries.matchAll(/"library_name","([^"]*)"/g)].map((m) => m[1]);
+    expect(names).toEqual(used === 'functions' ? [DECISION_LIBRARY.name] : []);
   }
 
   it(`RedisStore decides ${TRACKERS.length} hostile trackers with every algorithm, as route keys and as raw keys`, async () => {
-    const store = new RedisStore({ client: redis().shared });
+    // As scripts here; the module below decides with Functions.
+    const store = new RedisStore({ client: redis().shared, functions: false });
     const prefix = `abuse-${randomUUID().slice(0, 8)}`;
     const head = new KeyBuilder(prefix).routeHead('GET /abuse/:id');
     const problems: string[] = [];
@@ -185,6 +191,6 @@ describe('hostile trackers through Redis', () => {
 
     expect(problems.slice(0, 10)).toEqual([]);
     expect(await keysUnder(prefix)).toHaveLength(SERVICE_KEYS.length * policies.length);
-    await expectUntouched(['mixed']);
+    await expectUntouched('functions');
   });
 });

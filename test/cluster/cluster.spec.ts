@@ -10,7 +10,9 @@ import {
   type RateLimitPolicy,
   type RateLimitRootOptions,
   RateLimitService,
+  RedisStore,
 } from '../../lib/index.js';
+import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/fixtures/app.js';
 import { storeContract } from '../contract/store.suite.js';
 import { CLIENT_KINDS } from '../support/clients.js';
@@ -22,6 +24,20 @@ describe.each(CLIENT_KINDS)('store contract on the cluster store through %s', (k
   storeContract({
     storeClient: () => cluster().connect(kind),
     inspect: () => cluster().client(),
+  });
+
+  it('loads the function library on every master', async () => {
+    const store = new RedisStore({ client: await cluster().connect(kind) });
+    await store.warmUp();
+    expect(store.usesFunctions).toBe(true);
+    const masters = await cluster().masters();
+    expect(masters).toHaveLength(3);
+    for (const master of masters) {
+      const listed = await cluster()
+        .admin(master)
+        .call('FUNCTION', 'LIST', 'LIBRARYNAME', DECISION_LIBRARY.name);
+      expect(JSON.stringify(listed)).toContain(DECISION_LIBRARY.name);
+    }
   });
 });
 

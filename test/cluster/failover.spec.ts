@@ -9,7 +9,7 @@ import {
   RedisStore,
 } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
-import { DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
+import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { type ClusterMaster } from '../support/redis-cluster.js';
 import { waitFor } from '../support/wait-for.js';
 import { useCluster } from '../support/stores.js';
@@ -53,7 +53,9 @@ describe('failover on a Redis Cluster of three masters and three replicas', () =
   it('keeps a sliding window exact across a master failover, and no call hangs meanwhile', async () => {
     const client = cluster().client();
     await client.ping();
-    const store = new RedisStore({ client });
+    // The store decides with scripts, the module (through the service) with Functions: both
+    // paths meet the failover.
+    const store = new RedisStore({ client, functions: false });
     const ref = await Test.createTestingModule({
       imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: uniquePrefix() })],
     }).compile();
@@ -84,6 +86,14 @@ describe('failover on a Redis Cluster of three masters and three replicas', () =
       // Scripts are replicated by their effects, so the replica has never loaded this one.
       const sha = createHash('sha1').update(DECISION_SCRIPTS.sw.lua).digest('hex');
       expect(await onReplica.call('SCRIPT', 'EXISTS', sha)).toEqual([0]);
+      // The function library, loaded by the module at bootstrap, is replicated as it is.
+      const libraries = await onReplica.call(
+        'FUNCTION',
+        'LIST',
+        'LIBRARYNAME',
+        DECISION_LIBRARY.name,
+      );
+      expect(JSON.stringify(libraries)).toContain(DECISION_LIBRARY.name);
 
       // Other trackers in the victim's slots, so the traffic during the failover meets it.
       const probes: string[] = [];

@@ -7,13 +7,14 @@ import { createApp, HTTP_ADAPTERS, uniquePrefix, uniqueUser, USER_HEADER } from 
 import { TestClock, useRedis } from '../support/stores.js';
 
 /**
- * Counts the decisions a real client sends, one EVALSHA each, whatever else shares the server.
+ * Counts the decisions a real client sends, one FCALL (or EVALSHA) each, whatever else shares the
+ * server.
  */
 function countScripts(client: Redis): () => number {
   let calls = 0;
   const send = client.sendCommand.bind(client);
   client.sendCommand = ((command: { name: string }) => {
-    if (command.name === 'evalsha') calls++;
+    if (command.name === 'fcall' || command.name === 'evalsha') calls++;
     return send(command as never);
   }) as Redis['sendCommand'];
   return () => calls;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { MemoryStore, RedisStore } from '../../lib/index.js';
-import { ALL_CLIENT_KINDS } from '../support/clients.js';
+import { ALL_CLIENT_KINDS, CLIENT_KINDS } from '../support/clients.js';
 import { consumeOne, TestClock, useRedis } from '../support/stores.js';
 import { policy, storeContract } from './store.suite.js';
 
@@ -13,6 +13,18 @@ describe.each(ALL_CLIENT_KINDS)('store contract on the Redis store through %s', 
   const redis = useRedis('redis');
   storeContract({ storeClient: () => redis().connect(kind), inspect: () => redis().client() });
 });
+
+describe.each(CLIENT_KINDS)(
+  'store contract on the Redis store through %s, deciding with scripts (EVALSHA)',
+  (kind) => {
+    const redis = useRedis('redis');
+    storeContract({
+      storeClient: () => redis().connect(kind),
+      inspect: () => redis().client(),
+      functions: false,
+    });
+  },
+);
 
 describe('memory and Redis stores agree, decision by decision', () => {
   const redis = useRedis('redis');

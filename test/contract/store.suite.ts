@@ -15,6 +15,8 @@ export interface ContractTarget {
   storeClient(): Promise<RedisClient>;
   /** An ioredis client on the same server or cluster, for inspecting what the store wrote. */
   inspect(): Redis | Cluster;
+  /** Decide with Redis Functions (the default) or with scripts, as a server without them would. */
+  functions?: boolean;
 }
 
 /**
@@ -24,9 +26,12 @@ export interface ContractTarget {
 export function storeContract(target?: ContractTarget): void {
   async function makeStore(clock?: TestClock): Promise<RateLimitStore> {
     const now = clock?.now;
-    return target === undefined
-      ? new MemoryStore({ clock: now })
-      : new RedisStore({ client: await target.storeClient(), clock: now });
+    if (target === undefined) return new MemoryStore({ clock: now });
+    const functions = target.functions ?? true;
+    const store = new RedisStore({ client: await target.storeClient(), clock: now, functions });
+    await store.warmUp();
+    expect(store.usesFunctions).toBe(functions);
+    return store;
   }
   const key = () => `contract:{${randomUUID()}}`;
 

@@ -62,7 +62,7 @@ describe.each(TARGETS)('acquire and run on %s, two instances', (target) => {
   async function scriptCalls(): Promise<number> {
     const info = await redis().shared.info('commandstats');
     let calls = 0;
-    for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g))
+    for (const match of info.matchAll(/cmdstat_(?:evalsha|eval|fcall):calls=(\d+)/g))
       calls += Number(match[1]);
     return calls;
   }

@@ -79,6 +79,9 @@ describe('timelines: model, memory store and Redis store agree on every decision
     // One connection for every timeline; a store per timeline only binds the simulated clock.
     client ??= redis().shared;
     const shared = new RedisStore({ client, clock });
+    await shared.warmUp();
+    // The same decisions as scripts, as on a server without Functions.
+    const scripted = new RedisStore({ client, clock, functions: false });
     const model = new ReferenceModel();
     const prefix = randomUUID();
 
@@ -90,6 +93,8 @@ describe('timelines: model, memory store and Redis store agree on every decision
       const expected = model.decide(keys, modelPolicies, costs, now);
       const fromMemory = await memory.consume(keys, policies, costs);
       const fromRedis = await shared.consume(keys, policies, costs);
+      const scriptKeys = policies.map((p) => `tl:{${prefix}|${step.client}}:scripts:${p.id}`);
+      const fromScripts = await scripted.consume(scriptKeys, policies, costs);
       const view = (d: { allowed: boolean; policies: readonly PolicyDecision[] }) => ({
         step: index,
         allowed: d.allowed,
@@ -110,6 +115,7 @@ describe('timelines: model, memory store and Redis store agree on every decision
       };
       expect(view(fromMemory)).toEqual(want);
       expect(view(fromRedis)).toEqual(want);
+      expect(view(fromScripts)).toEqual(want);
       if (record && expected.allowed) {
         keys.forEach((key, i) => {
           const entry = record.get(key) ?? { policy: policies[i], allowed: [] };

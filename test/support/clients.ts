@@ -22,6 +22,8 @@ export interface OpenOptions {
    * as an application that never tuned it would. Otherwise it reconnects every 50–250 ms.
    */
   libraryDefaults?: boolean;
+  /** Log in as this ACL user instead of the default one. */
+  user?: { readonly name: string; readonly password: string };
 }
 
 interface Emitter {
@@ -39,7 +41,8 @@ export async function openClient(
   address: Address,
   options: OpenOptions = {},
 ): Promise<RedisClient> {
-  const url = `redis://${address.host}:${address.port}`;
+  const login = options.user ? `${options.user.name}:${options.user.password}@` : '';
+  const url = `redis://${login}${address.host}:${address.port}`;
   if (kind === 'ioredis') {
     const client = options.libraryDefaults
       ? new Redis(url)

@@ -85,10 +85,9 @@ export function useClockedStores(
   const redis = useRedis(target === 'memory' ? 'memory' : 'redis');
   return async () => {
     const clock = new TestClock();
-    const store =
-      target === 'memory'
-        ? new MemoryStore({ clock: clock.now })
-        : new RedisStore({ client: await redis().connect(target), clock: clock.now });
+    if (target === 'memory') return { clock, store: new MemoryStore({ clock: clock.now }) };
+    const store = new RedisStore({ client: await redis().connect(target), clock: clock.now });
+    await store.warmUp();
     return { clock, store };
   };
 }

@@ -1,5 +1,5 @@
 import { type Cluster, type Redis } from 'ioredis';
-import { isNoScript, type ScriptClient } from './script-client.js';
+import { alreadyLoaded, isNoScript, type ScriptClient } from './script-client.js';
 
 // Shutdown must finish even if the socket never reports its end.
 const CLOSE_GRACE_MS = 2000;
@@ -21,6 +21,14 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
         // EVAL both runs the script and puts it back in the server's cache for the next EVALSHA.
         return client.eval(script.lua, keys.length, ...keys, ...args);
       });
+    },
+    call: (fn, keys, args) => client.fcall(fn, keys.length, ...keys, ...args),
+    async loadLibrary(code) {
+      // FUNCTION LOAD names no key: a cluster needs it on each master.
+      const nodes = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
+      await Promise.all(
+        nodes.map((node) => node.function('LOAD', code).then(() => {}, alreadyLoaded)),
+      );
     },
     close: () => closeIoredis(client),
   };

@@ -1,4 +1,9 @@
-import { isNoScript, type ScriptArgs, type ScriptClient } from './script-client.js';
+import {
+  alreadyLoaded,
+  FunctionsUnsupportedError,
+  isNoScript,
+  type ScriptClient,
+} from './script-client.js';
 
 /** Keys and arguments of a node-redis EVAL or EVALSHA. */
 export interface NodeRedisEvalOptions {
@@ -17,6 +22,11 @@ export interface NodeRedisClient {
   readonly isReady?: boolean;
   evalSha(sha1: string, options: NodeRedisEvalOptions): Promise<unknown>;
   eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
+  fCall?(fn: string, options: NodeRedisEvalOptions): Promise<unknown>;
+  functionLoad?(code: string): Promise<unknown>;
+  /** A cluster's masters, each to hand to `nodeClient`. */
+  readonly masters?: readonly unknown[];
+  nodeClient?(node: unknown): Promise<NodeRedisClient> | NodeRedisClient;
   close(): Promise<void>;
   destroy(): void;
 }
@@ -32,11 +42,32 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
     neverOpened: () => !client.isOpen,
     run(script, keys, args) {
       // Cluster routing reads the first key, so every key of a decision shares its hash tag.
-      const options = { keys: keys as string[], arguments: strings(args) };
+      const options = { keys: keys as string[], arguments: args as string[] };
       return client.evalSha(script.sha, options).catch((error: unknown) => {
         if (!isNoScript(error)) throw error;
         return client.eval(script.lua, options);
       });
+    },
+    call(fn, keys, args) {
+      return client.fCall!(fn, { keys: keys as string[], arguments: args as string[] });
+    },
+    async loadLibrary(code) {
+      // FUNCTION LOAD names no key: a cluster needs it on each master.
+      const { masters, nodeClient } = client;
+      const nodes =
+        masters === undefined
+          ? [client]
+          : typeof nodeClient === 'function'
+            ? await Promise.all(masters.map((master) => nodeClient.call(client, master)))
+            : [];
+      const unsupported = (node: NodeRedisClient) =>
+        typeof node.functionLoad !== 'function' || typeof client.fCall !== 'function';
+      if (nodes.length === 0 || nodes.some(unsupported)) {
+        throw new FunctionsUnsupportedError('node-redis');
+      }
+      await Promise.all(
+        nodes.map((node) => node.functionLoad!(code).then(() => {}, alreadyLoaded)),
+      );
     },
     async close() {
       if (!client.isOpen) return;
@@ -52,11 +83,4 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
       clearTimeout(timer);
     },
   };
-}
-
-// node-redis sends strings (or buffers) only.
-function strings(args: ScriptArgs): string[] {
-  const out = new Array<string>(args.length);
-  for (let i = 0; i < args.length; i++) out[i] = String(args[i]);
-  return out;
 }

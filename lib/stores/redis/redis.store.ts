@@ -4,12 +4,13 @@ import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
 import {
   type RedisClient,
-  type ScriptArgs,
   type ScriptClient,
   scriptClientFor,
   StoreNotConnectedError,
 } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
+import { DecisionRunner } from './decision-runner.js';
+import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, type DecisionScript } from './scripts.js';
 
 export interface RedisStoreOptions {
@@ -32,6 +33,12 @@ export interface RedisStoreOptions {
    * production: one Redis clock is what keeps every instance in agreement.
    */
   clock?: Clock;
+  /**
+   * Run decisions as Redis Functions (FCALL) where the server allows it, the default; false sends
+   * them as scripts (EVALSHA) always. Servers without Functions (Redis before 7, an ACL or a
+   * managed service that refuses `FUNCTION`) get scripts either way.
+   */
+  functions?: boolean;
 }
 
 // Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
@@ -40,8 +47,9 @@ const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
 
 /**
  * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
- * Lua script over all of a route's policies, sent with EVALSHA (and EVAL when the server has lost
- * its script cache), reading the time from Redis itself. Works with ioredis and node-redis alike.
+ * Lua call over all of a route's policies, reading the time from Redis itself: an FCALL of the
+ * module's function library, loaded by `warmUp`, or where Functions are unavailable an EVALSHA
+ * (and EVAL when the server has lost its script cache). Works with ioredis and node-redis alike.
  * While the client is not connected, a decision fails at once and nothing is sent, so no decision
  * waits in a client's offline queue to be counted after the fallback has answered it.
  *
@@ -55,6 +63,7 @@ const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
 export class RedisStore implements RateLimitStore {
   readonly client: RedisClient;
   private readonly scripts: ScriptClient;
+  private readonly runner: DecisionRunner;
   private readonly ownsClient: boolean;
   private readonly clock: Clock | undefined;
   private deadline: AnswerDeadline | undefined;
@@ -68,6 +77,7 @@ export class RedisStore implements RateLimitStore {
     }
     this.client = options.client;
     this.scripts = scripts;
+    this.runner = new DecisionRunner(scripts, options.functions ?? true);
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
     // A simulated clock has no relation to the time at which Redis runs the script.
@@ -96,18 +106,27 @@ export class RedisStore implements RateLimitStore {
     return this.scripts.ready();
   }
 
+  /** Whether decisions go out as FCALL (else as EVALSHA). */
+  get usesFunctions(): boolean {
+    return this.runner.usesFunctions;
+  }
+
   /**
-   * Runs each decision script once with no keys, which records nothing: it loads the scripts on
-   * the server, so that the first burst of traffic does not meet NOSCRIPT on every call at once,
-   * and learns Redis's clock, so that even the first decisions carry a deadline. Resolves
-   * whatever happens; a failure only leaves that for the first replies.
+   * Loads the function library, or where Functions are unavailable runs each decision script
+   * once, so that the first burst of traffic does not meet NOSCRIPT on every call at once. Then
+   * learns Redis's clock with a decision over no keys (which records nothing), so that even the
+   * first decisions carry a deadline. Resolves whatever happens; a failure only leaves that for
+   * the first replies.
    */
   async warmUp(): Promise<void> {
-    if (this.deadline === undefined || !this.scripts.ready()) return;
-    const empty = ['', 0, '', 'p'];
+    if (!this.scripts.ready()) return;
+    await this.runner.load();
+    const scripts = this.runner.usesFunctions
+      ? [DECISION_SCRIPTS.mixed]
+      : Object.values(DECISION_SCRIPTS);
     await Promise.all(
-      Object.values(DECISION_SCRIPTS).map((script) =>
-        this.scripts.run(script, [], empty).then(
+      scripts.map((script) =>
+        this.runner.run(script, [], ['p', '']).then(
           (reply) => this.deadline?.observe((reply as number[])[1]),
           // The first decision's reply teaches the same.
           () => {},
@@ -210,7 +229,7 @@ export class RedisStore implements RateLimitStore {
   }
 
   /**
-   * Runs the decision script; `op` is its ARGV[4] (see `decide.lua`). `blockUs` stands in for
+   * Runs the decision; `op` is its first argument (see `decide.lua`). `blockUs` stands in for
    * every policy's lock-out when set.
    */
   private async decide(
@@ -222,15 +241,11 @@ export class RedisStore implements RateLimitStore {
   ): Promise<RateLimitDecision> {
     if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
     const n = keys.length;
-    const args: ScriptArgs = [];
-    if (this.clock !== undefined)
-      args.push(toMicros(this.clock()), SIMULATED_CLOCK_TTL_SLACK_MS, '', op);
-    else args.push('', 0, this.deadline?.forNow() ?? '', op);
-    for (let i = 0; i < n; i++) {
-      const p = policies[i];
-      args.push(p.code, p.periodUs, p.threshold, p.burst, costs[i], blockUs ?? p.blockUs);
-    }
-    const reply = (await this.scripts.run(scriptFor(policies), keys, args)) as number[];
+    const args = new Array<string>(2 + n);
+    args[0] = op;
+    args[1] = this.clockArg();
+    for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], blockUs);
+    const reply = (await this.runner.run(scriptFor(policies), keys, args)) as number[];
     if (reply[0] === -1) {
       this.deadline?.observe(reply[1]);
       throw new StoreLateError();
@@ -239,6 +254,15 @@ export class RedisStore implements RateLimitStore {
     const at = 1 + 4 * n;
     this.deadline?.observe(reply[at]);
     return decisionFromReply(reply, policies, reply[at], reply[at + 1], op[0] === 'w');
+  }
+
+  /** The decision's clock argument: the deadline (or none), or the test clock's time. */
+  private clockArg(): string {
+    if (this.clock !== undefined) {
+      return `t${toMicros(this.clock())}:${SIMULATED_CLOCK_TTL_SLACK_MS}`;
+    }
+    const deadline = this.deadline?.forNow();
+    return deadline === undefined || deadline === '' ? '' : String(deadline);
   }
 
   /** Closes the client if the store owns it, resolving once the connection has ended. */

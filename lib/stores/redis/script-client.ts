@@ -6,8 +6,8 @@ import { type DecisionScript } from './scripts.js';
 /** A client the Redis store can run its scripts on: ioredis (`Redis`, `Cluster`) or node-redis. */
 export type RedisClient = Redis | Cluster | NodeRedisClient;
 
-/** Script arguments as the store builds them; each client sends them as strings. */
-export type ScriptArgs = Array<string | number>;
+/** Script arguments as the store builds them. */
+export type ScriptArgs = readonly string[];
 
 /**
  * What the Redis store needs from a client, the same for both libraries: run a script by its SHA
@@ -26,6 +26,14 @@ export interface ScriptClient {
   neverOpened(): boolean;
   /** EVALSHA `script` over `keys` and `args`, and EVAL when the server answers NOSCRIPT. */
   run(script: DecisionScript, keys: readonly string[], args: ScriptArgs): Promise<unknown>;
+  /** FCALL the function `fn` over `keys` and `args`. */
+  call(fn: string, keys: readonly string[], args: ScriptArgs): Promise<unknown>;
+  /**
+   * FUNCTION LOAD `code` on every primary (each master of a cluster); a library already there
+   * counts as loaded. Rejects with the server's error, or with a {@link FunctionsUnsupportedError}
+   * when the client cannot send the commands.
+   */
+  loadLibrary(code: string): Promise<void>;
   /** Ends the connection, waiting at most a short while for pending replies. */
   close(): Promise<void>;
 }
@@ -48,6 +56,19 @@ export function scriptClientFor(client: unknown): ScriptClient | undefined {
 /** Whether a Redis error reply says the server does not hold the script. */
 export function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** Whether a FUNCTION LOAD failed only because that library is loaded already. */
+export function alreadyLoaded(error: unknown): void {
+  if (!(error instanceof Error && /already exists/i.test(error.message))) throw error;
+}
+
+/** A client too old to send FCALL or FUNCTION LOAD: decisions go out as scripts. */
+export class FunctionsUnsupportedError extends Error {
+  override readonly name = 'FunctionsUnsupportedError';
+  constructor(library: string) {
+    super(`this ${library} client does not support Redis Functions`);
+  }
 }
 
 /** Rejection of a decision that was not sent because the client is not connected. */

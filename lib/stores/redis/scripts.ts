@@ -9,32 +9,42 @@ export interface DecisionScript {
   readonly sha: string;
 }
 
+/** The decision library for Redis Functions: one function that runs every algorithm. */
+export interface DecisionLibrary {
+  /** The library's name; it carries a hash of the code, so each version loads beside the others. */
+  readonly name: string;
+  /** The function to FCALL, named like the library (function names are global in Redis). */
+  readonly fn: string;
+  /** The text for FUNCTION LOAD. */
+  readonly code: string;
+}
+
 const source = (name: string) =>
   readFileSync(new URL(`../../algorithms/${name}.lua`, import.meta.url), 'utf8');
 
 // Prefixed so the commands cannot clash with a user's own `defineCommand`.
 const COMMAND_PREFIX = 'rateLimitDecide';
 
+/** The shared prelude, then the given algorithms, then the driver that defines `decide`. */
+const body = (algorithms: readonly string[]) =>
+  [source('prelude'), ...algorithms.map(source), source('decide')].join('\n');
+
 /**
- * A decision script holding the given algorithms: the shared prelude, those algorithms, then the
- * driver, joined once at load time. The text is fixed; keys and values travel only in KEYS and ARGV.
+ * A decision script holding the given algorithms, joined once at load time. The text is fixed;
+ * keys and values travel only in KEYS and ARGV.
  */
 function decisionScript(command: string, algorithms: readonly string[]): DecisionScript {
-  const lua = [
-    // A Redis 7 shebang without flags: the server refuses the whole script up front when it is out
-    // of memory, instead of refusing whichever write comes first (or none, once one has happened).
-    '#!lua',
-    source('prelude'),
-    ...algorithms.map(source),
-    source('decide'),
-  ].join('\n');
+  // A Redis 7 shebang without flags: the server refuses the whole script up front when it is out
+  // of memory, instead of refusing whichever write comes first (or none, once one has happened).
+  const lua = ['#!lua', body(algorithms), 'return decide(KEYS, ARGV)'].join('\n');
   return { command, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
 
 /**
- * The scripts a store defines. Redis runs a script's whole body on every call, defining every
- * function in it anew, so a decision whose policies all use one algorithm (the usual case) runs a
- * script with only that algorithm in it; routes that mix algorithms run the one with all of them.
+ * The scripts a store falls back to where Functions are unavailable. Redis runs a script's whole
+ * body on every call, defining every function in it anew, so a decision whose policies all use
+ * one algorithm (the usual case) runs a script with only that algorithm in it; routes that mix
+ * algorithms run the one with all of them.
  */
 export const DECISION_SCRIPTS: Readonly<Record<string, DecisionScript>> = Object.freeze({
   ...Object.fromEntries(
@@ -45,3 +55,15 @@ export const DECISION_SCRIPTS: Readonly<Record<string, DecisionScript>> = Object
   ),
   mixed: decisionScript(COMMAND_PREFIX, Object.values(LUA_ALGORITHMS)),
 });
+
+/**
+ * Every algorithm in one library: its body runs once, when it is loaded, so a call runs only the
+ * decision itself. Registered without flags, so, like the scripts, it is refused up front when
+ * the server is out of memory.
+ */
+export const DECISION_LIBRARY: DecisionLibrary = (() => {
+  const lua = body(Object.values(LUA_ALGORITHMS));
+  const name = `ratelimit_${createHash('sha1').update(lua).digest('hex').slice(0, 16)}`;
+  const code = [`#!lua name=${name}`, lua, `redis.register_function('${name}', decide)`].join('\n');
+  return Object.freeze({ name, fn: name, code });
+})();
