@@ -2,76 +2,39 @@
  * Throughput: how many decisions per second each limiter gets through one Redis, when nothing is
  * rejected, so every decision does the full read-and-write work of its algorithm.
  */
-import { type Algorithm } from '../lib/index.js';
 import { type BenchContext, progress } from './support/bench-context.js';
 import { medianByThroughput, runClosedLoop } from './support/closed-loop.js';
-import { floorLimiter } from './support/floor-limiter.js';
-import { type Limit, type Limiter } from './support/limiter.js';
+import {
+  type Contender,
+  CONTENDERS,
+  type DecisionsId,
+  LIMIT,
+} from './support/decisions-contenders.js';
+import {
+  compareInline,
+  type InlineComparison,
+  inlineOnMemory,
+  renderInline,
+} from './support/inline-policy.js';
+import { type Limiter } from './support/limiter.js';
 import { fixed, integer, ms, ratio, table } from './support/markdown.js';
 import { type MeasuredRun, measuredRun } from './support/measured-run.js';
-import { ourLimiter } from './support/our-limiter.js';
-import { flexibleLimiter, nestLabLimiter } from './support/peer-limiters.js';
-import { ALGORITHMS } from '../lib/algorithms/algorithm.js';
+
+export { type DecisionsId } from './support/decisions-contenders.js';
 
 const KEYS = 10_000;
 const IN_FLIGHT = 256;
 const ROUNDS = 3;
-// Far above the ~12 decisions a key gets per round, so every contender allows everything.
-const LIMIT: Limit = { threshold: 1000, periodMs: 60_000 };
-
-export type DecisionsId =
-  'floor' | 'flexible' | 'nest-lab' | `ours:${Algorithm}` | 'ours:auto-pipelining';
-
-interface Contender {
-  readonly id: DecisionsId;
-  readonly label: string;
-  readonly start: (url: string) => Promise<Limiter>;
-}
-
-const ourPolicy = (algorithm: Algorithm) => ({
-  algorithm,
-  period: LIMIT.periodMs / 1000,
-  threshold: LIMIT.threshold,
-});
-
-const CONTENDERS: readonly Contender[] = [
-  {
-    id: 'floor',
-    label: 'floor: minimal 4-call sorted-set script',
-    start: (url) => floorLimiter(url, 'floor', LIMIT),
-  },
-  ...ALGORITHMS.map((algorithm): Contender => ({
-    id: `ours:${algorithm}`,
-    label: `ours ${algorithm}`,
-    start: (url) => ourLimiter(url, { prefix: `ours-${algorithm}`, policy: ourPolicy(algorithm) }),
-  })),
-  {
-    id: 'ours:auto-pipelining',
-    label: 'ours sliding-window, client with enableAutoPipelining',
-    start: (url) =>
-      ourLimiter(url, {
-        prefix: 'ours-autopipe',
-        policy: ourPolicy('sliding-window'),
-        clientOptions: { enableAutoPipelining: true },
-      }),
-  },
-  {
-    id: 'flexible',
-    label: 'rate-limiter-flexible RateLimiterRedis',
-    start: (url) => flexibleLimiter(url, LIMIT, { prefix: 'rlflx' }),
-  },
-  {
-    id: 'nest-lab',
-    label: '@nest-lab/throttler-storage-redis',
-    start: (url) => nestLabLimiter(url, LIMIT, 'nestlab'),
-  },
-];
 
 export interface DecisionsResult {
   readonly markdown: string;
   /** Median decisions/s per contender. */
   readonly perSecond: ReadonlyMap<DecisionsId, number>;
+  /** A policy written inline against the same policy hoisted, on Redis (ioredis) and memory. */
+  readonly inline: { readonly redis: InlineComparison; readonly memory: InlineComparison };
 }
+
+const describe = (c: Contender) => `${c.label} (${c.library})`;
 
 export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> {
   const total = ctx.quick ? 10_000 : 100_000;
@@ -96,34 +59,33 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
         rejected.set(c.id, rejected.get(c.id)! + warm.rejected + run.rejected);
         progress(
           'decisions',
-          `round ${round + 1}/${ROUNDS}  ${c.label}: ${integer(run.perSecond)}/s`,
+          `round ${round + 1}/${ROUNDS}  ${describe(c)}: ${integer(run.perSecond)}/s`,
         );
       }
     }
   } finally {
     for (const limiter of limiters.values()) await limiter.close();
   }
+  const memory = await inlineOnMemory(ctx.quick);
 
   const perSecond = new Map<DecisionsId, number>();
   for (const c of CONTENDERS) perSecond.set(c.id, medianByThroughput(runs.get(c.id)!).perSecond);
-  const floor = perSecond.get('floor')!;
-  const flexible = perSecond.get('flexible')!;
+  const roundsOf = (id: DecisionsId) => runs.get(id)!.map((r) => r.perSecond);
+  const redis = compareInline(roundsOf('ours:fixed-window'), roundsOf('ours:fixed-window:inline'));
   const rows = CONTENDERS.map((c) => {
     const median = medianByThroughput(runs.get(c.id)!);
-    const spread = runs
-      .get(c.id)!
-      .map((r) => integer(r.perSecond))
-      .join(' / ');
+    const spread = roundsOf(c.id).map(integer).join(' / ');
     const degraded = limiters.get(c.id)?.degraded() ?? 0;
     const per = (micros: number) => fixed(micros / median.decisions);
     return [
       c.label,
+      c.library,
       integer(median.perSecond),
       spread,
       ms(median.p50Ms),
       ms(median.p99Ms),
-      ratio(median.perSecond / floor),
-      ratio(median.perSecond / flexible),
+      ratio(median.perSecond / perSecond.get(c.floor)!),
+      ratio(median.perSecond / perSecond.get(c.flexible)!),
       per(median.nodeCpuMicros),
       per(median.server.cpuMicros),
       per(median.server.scriptMicros),
@@ -139,14 +101,18 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
       `${IN_FLIGHT} in flight (closed loop), limit ${integer(LIMIT.threshold)} per ` +
       `${LIMIT.periodMs / 1000} s for every contender, so nothing may be rejected. ${ROUNDS} ` +
       `rounds, each running every contender once in rotated order after ${integer(warmup)} ` +
-      'warm-up decisions, FLUSHALL between rounds. Each contender has its own ioredis client ' +
-      '(default options unless the row says otherwise) and its own key prefix. A row shows the ' +
-      'median round by decisions/s and that round’s latency percentiles; "rounds" lists all of ' +
-      'them, in round order.',
+      'warm-up decisions, FLUSHALL between rounds. Each contender has its own client, of the ' +
+      'library in the "client" column (ioredis 6 or node-redis 6, default options unless the ' +
+      'row says otherwise), and its own key prefix. The floor, ours and rate-limiter-flexible ' +
+      'run once on each library; "vs floor" and "vs rate-limiter-flexible" divide by the floor ' +
+      'and rate-limiter-flexible on the same library. A row shows the median round by ' +
+      'decisions/s and that round’s latency percentiles; "rounds" lists all of them, in round ' +
+      'order.',
     '',
     table(
       [
         'contender',
+        'client',
         'decisions/s',
         'rounds',
         'p50 ms',
@@ -162,22 +128,27 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
     ),
     '',
     'Ours is measured through `RateLimitService.consume(key, policy)` on a Nest app built with ' +
-      '`RateLimitModule.forRoot({ redis: client, keyPrefix })`: the block cache, the 100 ms ' +
-      'deadline and the fallback are all in the path, as in production. The floor is the ' +
-      'least a sorted-set log can cost: one EVALSHA of ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE ' +
-      'with the time and member from the client. rate-limiter-flexible runs one EVALSHA ' +
-      '(SET NX, INCRBY, PTTL); @nest-lab sends its whole script with EVAL on every call. ' +
+      '`RateLimitModule.forRoot({ redis: client, keyPrefix })`, the client being an ioredis ' +
+      '`Redis` or a connected node-redis `createClient()`: the block cache, the 100 ms ' +
+      'deadline and the fallback are all in the path, as in production. Every ours row passes ' +
+      'one policy object held in a constant, except "policy written inline", which writes ' +
+      "`{ algorithm: 'fixed-window', period: 60, threshold: 1000 }` in the call (a new " +
+      'object every call; see the table below). The floor is the least a sorted-set log can ' +
+      'cost: one EVALSHA of ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE with the time and member ' +
+      'from the client, through ioredis `defineCommand` or node-redis `evalSha` of a script ' +
+      'loaded once. rate-limiter-flexible runs one script (SET NX, INCRBY, PTTL): by EVALSHA ' +
+      'on ioredis; on node-redis, where it needs `useRedisPackage: true`, by EVAL with the ' +
+      'whole script on every call. @nest-lab sends its whole script with EVAL on every call. ' +
       'The three µs columns are costs per decision in the median round: CPU of this process ' +
       '(the limiter’s client side plus the load generator, the same for every row), CPU of ' +
-      'redis-server (INFO cpu: parsing and I/O included) and time inside its scripts (INFO ' +
-      'commandstats). With two cores, one for each, the side nearer to a full core is the ' +
-      'bottleneck.',
+      'redis-server (INFO cpu: parsing and I/O included) and time inside its scripts and ' +
+      'functions (INFO commandstats of EVAL, EVALSHA and FCALL). With two cores, one for each, ' +
+      'the side nearer to a full core is the bottleneck.',
     ...(bad.length > 0
-      ? [
-          '',
-          `**Warning:** rejected or degraded decisions in: ${bad.map((c) => c.label).join(', ')}.`,
-        ]
+      ? ['', `**Warning:** rejected or degraded decisions in: ${bad.map(describe).join(', ')}.`]
       : []),
+    '',
+    renderInline(redis, memory, ctx.quick),
   ].join('\n');
-  return { markdown, perSecond };
+  return { markdown, perSecond, inline: { redis, memory } };
 }

@@ -6,7 +6,7 @@ import { type Algorithm } from '../lib/index.js';
 import { type BenchContext, progress } from './support/bench-context.js';
 import { runClosedLoop } from './support/closed-loop.js';
 import { countKeyCalls } from './support/key-call-counter.js';
-import { type Limit, type Limiter } from './support/limiter.js';
+import { ioredisClient, type Limit, type Limiter } from './support/limiter.js';
 import { fixed, integer, ms, table } from './support/markdown.js';
 import { type MeasuredRun, measuredRun } from './support/measured-run.js';
 import { ourLimiter } from './support/our-limiter.js';
@@ -164,7 +164,7 @@ async function floodOne(ctx: BenchContext, c: Contender, total: number, warmup: 
     await runClosedLoop(warmup, IN_FLIGHT, (i) => limiter.decide(`warm-${normalKeys[i % 1000]}`));
     await ctx.admin.flushall();
     const degradedBefore = limiter.degraded();
-    const counter = countKeyCalls(limiter.client, limiter.redisKeyMarker(ABUSIVE_KEY));
+    const counter = countKeyCalls(ioredisClient(limiter), limiter.redisKeyMarker(ABUSIVE_KEY));
     let abusive = 0;
     let abusiveAllowed = 0;
     let normalRejected = 0;
@@ -254,11 +254,12 @@ function render(
     ),
     '',
     'Redis commands/s is the rise of INFO commandstats over the run, commands inside scripts ' +
-      'included; scripts/s counts EVAL and EVALSHA alone (one per decision that reaches Redis). ' +
-      'Abusive-key calls are the commands the contender’s own client sent whose arguments name ' +
-      'the abusive key, counted by wrapping that client’s `sendCommand`; "past the allowed" ' +
-      'subtracts the abusive requests that were let through, which reach Redis in any design, ' +
-      'and "rejections Redis answered" is that number over all the abusive key’s rejections. ' +
+      'included; scripts/s counts EVAL, EVALSHA and FCALL alone (one per decision that reaches ' +
+      'Redis). Abusive-key calls are the commands the contender’s own client sent whose ' +
+      'arguments name the abusive key, counted by wrapping that client’s `sendCommand`; "past ' +
+      'the allowed" subtracts the abusive requests that were let through, which reach Redis in ' +
+      'any design, and "rejections Redis answered" is that number over all the abusive key’s ' +
+      'rejections. ' +
       'The retry window is nominal, not observed: one period for the window algorithms and the ' +
       `peers (whose windows and blocks last one period), one slot (${BUCKET_SLOT_MS} ms) for ` +
       'the buckets and the sliding counter, which in a steady flood let one request through per ' +

@@ -21,7 +21,7 @@ import { startPrivateRedis } from './support/private-redis.js';
 import { writeResults } from './support/results-file.js';
 import { renderTargets } from './support/targets.js';
 
-// Far past a full run (2–4 minutes without HTTP, about 4 more with it): a hung run still ends.
+// Far past a full run (3–6 minutes without HTTP, about 4 more with it): a hung run still ends.
 const WATCHDOG_MS = 20 * 60_000;
 const RESULTS_PATH = fileURLToPath(new URL('../../bench/RESULTS.md', import.meta.url));
 

@@ -2,9 +2,16 @@
  * The floor: the least a Redis sliding-window log can cost. Four calls in one script, sent with
  * EVALSHA, with the time and a unique member chosen by the client, and nothing else: no TIME
  * call, no retry-after, no hash tag, no policy handling. Any real limiter pays at least this.
+ * There is one per client library, so each library's rows are measured against its own floor.
  */
 import { Redis } from 'ioredis';
-import { closeClient, type Limit, type Limiter, neverDegraded } from './limiter.js';
+import {
+  closeClient,
+  connectNodeRedis,
+  type Limit,
+  type Limiter,
+  neverDegraded,
+} from './limiter.js';
 
 const FLOOR_SCRIPT = `
 local now = tonumber(ARGV[1])
@@ -27,6 +34,7 @@ type FloorCommand = (
   member: number,
 ) => Promise<number>;
 
+/** On ioredis: a command defined from the script, which ioredis sends with EVALSHA. */
 export async function floorLimiter(url: string, prefix: string, limit: Limit): Promise<Limiter> {
   const client = new Redis(url);
   client.defineCommand('benchFloorWindow', { numberOfKeys: 1, lua: FLOOR_SCRIPT });
@@ -41,6 +49,33 @@ export async function floorLimiter(url: string, prefix: string, limit: Limit): P
     decide: async (key) =>
       (await command(`${prefix}:${key}`, Date.now(), limit.periodMs, limit.threshold, ++member)) ===
       1,
+    redisKeyMarker: (key) => `${prefix}:${key}`,
+    degraded: neverDegraded,
+    close: () => closeClient(client),
+  };
+}
+
+/**
+ * On node-redis: the same script, loaded once and sent with `evalSha`. node-redis takes string
+ * arguments only, so the time and member are converted per call (ioredis does it inside).
+ */
+export async function nodeRedisFloorLimiter(
+  url: string,
+  prefix: string,
+  limit: Limit,
+): Promise<Limiter> {
+  const client = await connectNodeRedis(url);
+  const sha = await client.scriptLoad(FLOOR_SCRIPT);
+  const window = String(limit.periodMs);
+  const threshold = String(limit.threshold);
+  let member = 0;
+  return {
+    client,
+    decide: async (key) =>
+      (await client.evalSha(sha, {
+        keys: [`${prefix}:${key}`],
+        arguments: [String(Date.now()), window, threshold, String(++member)],
+      })) === 1,
     redisKeyMarker: (key) => `${prefix}:${key}`,
     degraded: neverDegraded,
     close: () => closeClient(client),

@@ -14,14 +14,23 @@ export interface HttpRow {
 
 const BASELINE = 'no limiter';
 
-/** Requests/s of `config` over the same adapter's run without a limiter; NaN if either is absent. */
-export function ratioToNoLimiter(rows: readonly HttpRow[], adapter: string, config: string) {
+/** Requests/s of `config` over those of `other` on the same adapter; NaN if either is absent. */
+export function httpRatioBetween(
+  rows: readonly HttpRow[],
+  adapter: string,
+  config: string,
+  other: string,
+) {
   const find = (name: string) =>
     rows.find((r) => r.adapter === adapter && r.config.toLowerCase() === name.toLowerCase());
   const row = find(config);
-  const baseline = find(BASELINE);
-  return row && baseline ? row.reqPerSec / baseline.reqPerSec : NaN;
+  const base = find(other);
+  return row && base ? row.reqPerSec / base.reqPerSec : NaN;
 }
+
+/** Requests/s of `config` over the same adapter's run without a limiter; NaN if either is absent. */
+export const ratioToNoLimiter = (rows: readonly HttpRow[], adapter: string, config: string) =>
+  httpRatioBetween(rows, adapter, config, BASELINE);
 
 export function renderHttpRows(rows: readonly HttpRow[], note: string | undefined): string {
   const body = rows.map((r) => [

@@ -1,5 +1,13 @@
 /** What every contender looks like to a section: one decision at a time on its own Redis client. */
-import { type Redis } from 'ioredis';
+import { Redis } from 'ioredis';
+import { createClient, type RedisClientType } from 'redis';
+
+/** The two Redis libraries a contender can run on. */
+export type Library = 'ioredis' | 'node-redis';
+export const LIBRARIES: readonly Library[] = ['ioredis', 'node-redis'];
+
+/** A node-redis client (v6), as `createClient({ url }).connect()` gives it. */
+export type NodeRedis = RedisClientType;
 
 /** One limit, the same for every contender of a run. */
 export interface Limit {
@@ -8,8 +16,8 @@ export interface Limit {
 }
 
 export interface Limiter {
-  /** Its own client, default options unless the row says otherwise. */
-  readonly client: Redis;
+  /** Its own client, default options unless the row says otherwise: ioredis or node-redis. */
+  readonly client: Redis | NodeRedis;
   /** Counts one request against `key`; resolves to whether it was allowed. */
   decide(key: string): Promise<boolean>;
   /** Text that appears in a command's arguments exactly when the command concerns `key`. */
@@ -21,7 +29,27 @@ export interface Limiter {
 
 export const neverDegraded = () => 0;
 
-/** Quits politely, or drops the connection if it is already broken. */
-export async function closeClient(client: Redis): Promise<void> {
-  await client.quit().catch(() => client.disconnect());
+/**
+ * The limiter's ioredis client, for sections that wrap its `sendCommand` to count calls: a
+ * node-redis client has no such hook, so those sections run on ioredis only.
+ */
+export function ioredisClient(limiter: Limiter): Redis {
+  if (limiter.client instanceof Redis) return limiter.client;
+  throw new Error('this section counts Redis calls on ioredis clients only');
+}
+
+/** Quits politely, or drops the connection if it is already broken; either library. */
+export async function closeClient(client: Redis | NodeRedis): Promise<void> {
+  if (client instanceof Redis) await client.quit().catch(() => client.disconnect());
+  else if (client.isOpen) await client.close().catch(() => client.destroy());
+}
+
+/** A connected node-redis client with the library's defaults. */
+export async function connectNodeRedis(url: string): Promise<NodeRedis> {
+  const client: NodeRedis = createClient({ url });
+  // Without a listener node-redis throws its 'error' events, ending the process before the
+  // private server is stopped; the failing commands still reject, and the row says so.
+  client.on('error', (error: unknown) => process.stderr.write(`node-redis: ${String(error)}\n`));
+  await client.connect();
+  return client;
 }

@@ -2,19 +2,41 @@
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import { Redis, type RedisOptions } from 'ioredis';
-import { type RateLimitPolicy, RateLimitModule, RateLimitService } from '../../lib/index.js';
-import { closeClient, type Limiter } from './limiter.js';
+import {
+  type RateLimitDecision,
+  type RateLimitPolicy,
+  RateLimitModule,
+  RateLimitService,
+} from '../../lib/index.js';
+import { closeClient, connectNodeRedis, type Library, type Limiter } from './limiter.js';
 
-export interface OurLimiterOptions {
+/** One decision as the application writes the call. */
+export type Consume = (service: RateLimitService, key: string) => Promise<RateLimitDecision>;
+
+export type OurLimiterOptions = {
   readonly prefix: string;
-  /** Passed as the same object on every call, as an application would hold it. */
-  readonly policy: RateLimitPolicy;
+  /** Default ioredis. */
+  readonly library?: Library;
+  /** ioredis only. */
   readonly clientOptions?: RedisOptions;
-}
+} & (
+  | {
+      /** Passed as the same object on every call, as an application would hold it. */
+      readonly policy: RateLimitPolicy;
+    }
+  | {
+      /** The call itself, for a row that writes it differently (a policy written inline). */
+      readonly consume: Consume;
+    }
+);
 
 export async function ourLimiter(url: string, options: OurLimiterOptions): Promise<Limiter> {
-  const client = new Redis(url, options.clientOptions ?? {});
-  await client.ping();
+  // A node-redis client goes in `redis:` too: the module recognises either library's client.
+  const client =
+    options.library === 'node-redis'
+      ? await connectNodeRedis(url)
+      : new Redis(url, options.clientOptions ?? {});
+  if (client instanceof Redis) await client.ping();
   const moduleRef = await Test.createTestingModule({
     imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: options.prefix })],
   }).compile();
@@ -22,12 +44,12 @@ export async function ourLimiter(url: string, options: OurLimiterOptions): Promi
   const app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
   await app.init();
   const service = app.get(RateLimitService);
-  const { policy } = options;
+  const consume = 'consume' in options ? options.consume : hoisted(options.policy);
   let degraded = 0;
   return {
     client,
     decide: async (key) => {
-      const decision = await service.consume(key, policy);
+      const decision = await consume(service, key);
       if (decision.degraded !== undefined) degraded++;
       return decision.allowed;
     },
@@ -36,7 +58,13 @@ export async function ourLimiter(url: string, options: OurLimiterOptions): Promi
     degraded: () => degraded,
     close: async () => {
       await app.close();
+      // The module leaves a client it was given open.
       await closeClient(client);
     },
   };
 }
+
+const hoisted =
+  (policy: RateLimitPolicy): Consume =>
+  (service, key) =>
+    service.consume(key, policy);

@@ -2,7 +2,13 @@
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { closeClient, type Limit, type Limiter, neverDegraded } from './limiter.js';
+import {
+  closeClient,
+  connectNodeRedis,
+  type Limit,
+  type Limiter,
+  neverDegraded,
+} from './limiter.js';
 
 export interface FlexibleOptions {
   readonly prefix: string;
@@ -16,15 +22,40 @@ export async function flexibleLimiter(
   limit: Limit,
   options: FlexibleOptions,
 ): Promise<Limiter> {
-  if (limit.periodMs % 1000 !== 0) throw new Error('rate-limiter-flexible counts whole seconds');
   const client = new Redis(url);
   await client.ping();
+  return flexibleOn(client, limit, options, {});
+}
+
+/**
+ * The same on a node-redis client, with `useRedisPackage: true` as its documentation says for the
+ * `redis` package v4 and later. It then sends its script with EVAL, the whole text on every call,
+ * instead of the EVALSHA of ioredis's defineCommand. Without the flag (it detects node-redis 4 by
+ * constructor name only) it treats a node-redis 6 client as ioredis and fails on the first call.
+ */
+export async function nodeRedisFlexibleLimiter(
+  url: string,
+  limit: Limit,
+  options: FlexibleOptions,
+): Promise<Limiter> {
+  const client = await connectNodeRedis(url);
+  return flexibleOn(client, limit, options, { useRedisPackage: true });
+}
+
+function flexibleOn(
+  client: Limiter['client'],
+  limit: Limit,
+  options: FlexibleOptions,
+  extra: { readonly useRedisPackage?: boolean },
+): Limiter {
+  if (limit.periodMs % 1000 !== 0) throw new Error('rate-limiter-flexible counts whole seconds');
   const limiter = new RateLimiterRedis({
     storeClient: client,
     keyPrefix: options.prefix,
     points: limit.threshold,
     duration: limit.periodMs / 1000,
     inMemoryBlockOnConsumed: options.inMemoryBlockOnConsumed,
+    ...extra,
   });
   return {
     client,

@@ -10,15 +10,16 @@ export function infoField(info: string, name: string): string | undefined {
 export interface ServerCounters {
   /** Every command executed, including those run inside Lua scripts. */
   readonly commands: number;
-  /** EVAL and EVALSHA calls: one per script-based decision, each a round trip. */
+  /** EVAL, EVALSHA and FCALL calls: one per script-based decision, each a round trip. */
   readonly scripts: number;
-  /** Time spent running those scripts, in µs. */
+  /** Time spent running those scripts and functions, in µs. */
   readonly scriptMicros: number;
   /** CPU the server used, all threads, in µs: parsing and I/O as well as commands. */
   readonly cpuMicros: number;
 }
 
-const SCRIPT_COMMANDS = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro']);
+// FCALL too: our store runs its decisions as a Redis Function where the server has them.
+const SCRIPT_COMMANDS = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro']);
 
 export async function serverCounters(admin: Redis): Promise<ServerCounters> {
   const info = String(await admin.call('INFO', 'commandstats', 'cpu'));
