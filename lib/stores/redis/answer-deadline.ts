@@ -1,3 +1,5 @@
+import { monotonicClock } from '../clock.js';
+
 /** Redis ran a decision after its caller had stopped waiting for it; it recorded nothing. */
 export class StoreLateError extends Error {
   override readonly name = 'StoreLateError';
@@ -11,7 +13,7 @@ export class StoreLateError extends Error {
 // periods, while one slow reply at the start of a period never spoils it.
 const ESTIMATE_PERIOD_MS = 10_000;
 
-const localMicros = () => (performance.timeOrigin + performance.now()) * 1000;
+const localMicros = () => monotonicClock() * 1000;
 
 /**
  * The moment, on Redis's own clock, after which a decision's caller no longer waits for it, so
@@ -36,10 +38,22 @@ export class AnswerDeadline {
     this.timeoutUs = timeoutMs * 1000;
   }
 
-  /** The deadline for a decision sent now, or `''` while Redis's clock has not been seen yet. */
-  forNow(): number | '' {
+  private lastMs = NaN;
+  private lastArg = '';
+
+  /**
+   * The deadline for a decision sent now, in µs as the script reads it, or `''` while Redis's
+   * clock has not been seen yet. Rounded down to the millisecond (early, never late), so that the
+   * decisions of one millisecond share one string instead of formatting a number each.
+   */
+  forNow(): string {
     if (this.offsetUs === undefined) return '';
-    return Math.floor(localMicros() + this.timeoutUs + this.offsetUs);
+    const ms = Math.floor((localMicros() + this.timeoutUs + this.offsetUs) / 1000);
+    if (ms !== this.lastMs) {
+      this.lastMs = ms;
+      this.lastArg = `${ms}000`;
+    }
+    return this.lastArg;
   }
 
   /** Learns from a reply: `redisNowUs` is the time Redis ran the script. */

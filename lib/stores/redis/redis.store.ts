@@ -261,8 +261,7 @@ export class RedisStore implements RateLimitStore {
     if (this.clock !== undefined) {
       return `t${toMicros(this.clock())}:${SIMULATED_CLOCK_TTL_SLACK_MS}`;
     }
-    const deadline = this.deadline?.forNow();
-    return deadline === undefined || deadline === '' ? '' : String(deadline);
+    return this.deadline?.forNow() ?? '';
   }
 
   /** Closes the client if the store owns it, resolving once the connection has ended. */
