@@ -14,6 +14,16 @@ type Input = RateLimitPolicy | readonly RateLimitPolicy[];
 // Distinct policies an application writes inline are few; the bound only stops a caller that
 // builds a new threshold for every call from filling memory.
 const MAX_SHAPES = 1000;
+// Literals compared field by field before a shape key is built: enough for the few call sites
+// of a hot path, few enough that a miss costs little.
+const RECENT = 8;
+
+/** A literal seen lately: its fields and values as they were, and what they compiled to. */
+interface Recent {
+  readonly fields: Readonly<Record<string, unknown>>;
+  readonly size: number;
+  readonly compiled: Compiled;
+}
 
 /**
  * Compiles the policies `RateLimitService` is given, once per object and once per shape. The same
@@ -24,22 +34,57 @@ const MAX_SHAPES = 1000;
 export class PolicyCache {
   private readonly byObject = new WeakMap<object, Compiled>();
   private readonly byShape = new Map<string, Compiled>();
+  private readonly recent: Recent[] = [];
+  private nextRecent = 0;
 
   get(policy: Input, where: string): Compiled {
     const isObject = typeof policy === 'object' && policy !== null;
     let compiled = isObject ? this.byObject.get(policy) : undefined;
     if (compiled !== undefined) return compiled;
+    // A literal like one seen lately, compared in place: building its shape key costs more than
+    // the memory store's whole decision.
+    if (isObject && !Array.isArray(policy)) {
+      for (const seen of this.recent) {
+        if (sameFields(policy, seen)) return seen.compiled;
+      }
+    }
     const shape = isObject ? shapeOf(policy) : undefined;
     compiled = shape === undefined ? undefined : this.byShape.get(shape);
-    if (compiled !== undefined) return compiled;
-    compiled = compile(policy, where);
-    if (isObject) this.byObject.set(policy, compiled);
-    if (shape !== undefined) {
-      if (this.byShape.size >= MAX_SHAPES) this.byShape.clear();
-      this.byShape.set(shape, compiled);
+    if (compiled === undefined) {
+      compiled = compile(policy, where);
+      if (isObject) this.byObject.set(policy, compiled);
+      if (shape !== undefined) {
+        if (this.byShape.size >= MAX_SHAPES) this.byShape.clear();
+        this.byShape.set(shape, compiled);
+      }
     }
+    if (shape !== undefined && !Array.isArray(policy)) this.remember(policy, compiled);
     return compiled;
   }
+
+  private remember(policy: object, compiled: Compiled): void {
+    const fields = { ...policy } as Record<string, unknown>;
+    const entry = { fields, size: Object.keys(fields).length, compiled };
+    if (this.recent.length < RECENT) this.recent.push(entry);
+    else this.recent[this.nextRecent] = entry;
+    this.nextRecent = (this.nextRecent + 1) % RECENT;
+  }
+}
+
+/**
+ * Whether `policy` has exactly the fields of `seen`, with the same values. Only literals whose
+ * values are all plain (see {@link shapeOf}) are remembered, so `===` compares them by value.
+ */
+function sameFields(policy: object, seen: Recent): boolean {
+  let size = 0;
+  for (const field in policy) {
+    const value = (policy as Record<string, unknown>)[field];
+    if (value !== seen.fields[field] || (value === undefined && !(field in seen.fields))) {
+      return false;
+    }
+    size++;
+  }
+  return size === seen.size;
 }
 
 /**
