@@ -8,13 +8,13 @@ ALGORITHMS.cc = {}
 
 -- A release can free a slot at any moment, so a rejection promises no wait; clients are told to
 -- come back in a second.
-local CC_RETRY_MS = 1000
+local CC_RETRY_US = 1000000
 
 function ALGORITHMS.cc.check(key, now, p)
   -- Expired leases first: a lease counts until its score.
   local lock = zset_open(key, now, now)
   if lock then
-    return 0, ms(lock - now), 0, nil, lock
+    return 0, lock - now, 0, nil, lock
   end
   local count = redis.call('ZCARD', key)
   if p.cost > p.limit then
@@ -23,7 +23,7 @@ function ALGORITHMS.cc.check(key, now, p)
   if count + p.cost <= p.limit then
     return 1, 0, count
   end
-  return 0, CC_RETRY_MS, count
+  return 0, CC_RETRY_US, count
 end
 
 function ALGORITHMS.cc.after(_, p, count)

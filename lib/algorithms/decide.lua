@@ -21,7 +21,7 @@
 --          request locks its key out from that moment: its state is replaced by the lock-out (see
 --          lock_of), and every request meanwhile is rejected without touching it.
 --
--- Reply: { allowed, then four per policy: allowed, remaining, retry_after_ms (-1: never),
+-- Reply: { allowed, then four per policy: allowed, remaining, retry_after_us (-1: never),
 --          reset_after_ms, then now (µs), then the lease id when a concurrency policy took one };
 --          { -1, now } when it came too late and did nothing.
 
@@ -65,13 +65,13 @@ end
 -- nothing: no wait would help.
 local function rejected(key, p, now, slack, op, retry, w1, w2, lock)
   if lock then
-    return 0, retry, retry
+    return 0, ms(retry), retry
   end
   if p.block > 0 and retry >= 0 then
     if op == 'c' or op == 'w' then
       lock_out(key, p, now, slack)
     end
-    return 0, ms(p.block), ms(p.block)
+    return 0, ms(p.block), p.block
   end
   local remaining, reset = p.algorithm.status(key, now, p, w1, w2)
   return remaining, reset, retry

@@ -31,7 +31,7 @@ end
 function ALGORITHMS.fw.check(key, now, p)
   local start, window, count, lock = fw_read(key, now, p)
   if lock then
-    return 0, ms(lock - now), count, window, lock
+    return 0, lock - now, count, window, lock
   end
   if p.cost > p.limit then
     return 0, -1, count, window
@@ -39,7 +39,7 @@ function ALGORITHMS.fw.check(key, now, p)
   if count + p.cost <= p.limit then
     return 1, 0, count, window
   end
-  return 0, ms(start + p.period - now), count, window
+  return 0, start + p.period - now, count, window
 end
 
 function ALGORITHMS.fw.after(now, p, count)

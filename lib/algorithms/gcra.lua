@@ -27,7 +27,7 @@ end
 function ALGORITHMS.gcra.check(key, now, p, ahead)
   local tat, lock = gcra_read(key, now)
   if lock then
-    return 0, ms(lock - now), tat, nil, lock
+    return 0, lock - now, tat, nil, lock
   end
   if p.cost > p.burst then
     return 0, -1, tat
@@ -39,9 +39,9 @@ function ALGORITHMS.gcra.check(key, now, p, ahead)
     return 1, 0, tat
   end
   if ahead and over <= ahead then
-    return 1, ms(over), tat
+    return 1, us(over), tat
   end
-  return 0, ms(over), tat
+  return 0, us(over), tat
 end
 
 -- A booked request leaves nothing remaining until its slot has passed.

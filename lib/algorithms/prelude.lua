@@ -8,6 +8,12 @@ local function ms(us)
   return math.ceil(us / 1000)
 end
 
+-- A wait in whole microseconds, rounded up for the same reason. Waits travel in µs so that a
+-- caller that holds rejections locally can end the hold exactly when the wait does.
+local function us(wait)
+  return math.ceil(wait)
+end
+
 -- A lock-out replaces a key's state, whatever the algorithm's type, with one negative integer,
 -- -until (µs), and expires with it. Each algorithm notices it where it reads its state, so a key
 -- that is not locked costs nothing more. The time a lock-out ends, or nil.

@@ -33,7 +33,7 @@ end
 function ALGORITHMS.swc.check(key, now, p)
   local start, current, previous, lock = swc_read(key, now, p)
   if lock then
-    return 0, ms(lock - now), current, previous, lock
+    return 0, lock - now, current, previous, lock
   end
   if p.cost > p.limit then
     return 0, -1, current, previous
@@ -50,7 +50,7 @@ function ALGORITHMS.swc.check(key, now, p)
     -- In the next window, once this window's count (then the previous) has decayed enough.
     retry_at = start + p.period + math.max(0, p.period - (p.limit - p.cost) * p.period / current)
   end
-  return 0, math.max(1, ms(retry_at - now)), current, previous
+  return 0, math.max(1, us(retry_at - now)), current, previous
 end
 
 function ALGORITHMS.swc.after(now, p, current, previous)

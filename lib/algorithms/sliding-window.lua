@@ -9,7 +9,7 @@ function ALGORITHMS.sw.check(key, now, p)
   -- Trim before counting: only arrivals in (now - period, now] are in the window.
   local lock = zset_open(key, now - p.period, now)
   if lock then
-    return 0, ms(lock - now), 0, nil, lock
+    return 0, lock - now, 0, nil, lock
   end
   local count = redis.call('ZCARD', key)
   if p.cost > p.limit then
@@ -21,7 +21,7 @@ function ALGORITHMS.sw.check(key, now, p)
   -- The request fits once the (count + cost - limit) oldest entries have left the window.
   local index = count + p.cost - p.limit - 1
   local blocker = redis.call('ZRANGE', key, index, index, 'WITHSCORES')
-  return 0, ms(tonumber(blocker[2]) + p.period - now), count
+  return 0, tonumber(blocker[2]) + p.period - now, count
 end
 
 function ALGORITHMS.sw.after(_, p, count)

@@ -42,7 +42,7 @@ end
 function ALGORITHMS.tb.check(key, now, p, ahead)
   local tokens, lock = tb_tokens(key, now, p)
   if lock then
-    return 0, ms(lock - now), tokens, nil, lock
+    return 0, lock - now, tokens, nil, lock
   end
   if p.cost > p.burst then
     return 0, -1, tokens
@@ -52,9 +52,9 @@ function ALGORITHMS.tb.check(key, now, p, ahead)
   end
   local wait = (p.cost - tokens) * p.period / p.limit
   if ahead and wait <= ahead then
-    return 1, ms(wait), tokens
+    return 1, us(wait), tokens
   end
-  return 0, ms(wait), tokens
+  return 0, us(wait), tokens
 end
 
 function ALGORITHMS.tb.after(_, p, tokens)

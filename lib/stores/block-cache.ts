@@ -1,6 +1,7 @@
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
 import { type Block, covers, leasesFull, replay, shortestWait } from './block-replay.js';
 import { monotonicClock } from './clock.js';
+import { preciseWaitOf } from './decision.js';
 import {
   type Clock,
   invoke,
@@ -232,8 +233,7 @@ export class BlockCacheStore implements RateLimitStore {
     // Only finite waits: a cost that can never fit is answered by the store each time. A full
     // concurrency limit promises no wait at all: any holder may release at any moment.
     if (Number.isFinite(block.decision.retryAfterMs) && !leasesFull(block.decision)) {
-      block.until =
-        block.decidedAt + Math.min(shortestWait(block.decision) - 1, MAX_LOCAL_BLOCK_MS);
+      block.until = block.decidedAt + Math.min(holdFor(block.decision), MAX_LOCAL_BLOCK_MS);
       if (block.until > block.decidedAt) {
         const entry = hot ?? this.remember(id);
         // Answers may arrive out of order; keep the block that lasts longer.
@@ -261,6 +261,15 @@ export class BlockCacheStore implements RateLimitStore {
     this.hot.set(id, hot);
     return hot;
   }
+}
+
+/**
+ * How long after sending the request its rejection certainly stands: the store's exact wait when
+ * it gives one (it counts from when it decided, which is after the request was sent), else the
+ * rounded-up wait less the 1 ms the rounding may have added.
+ */
+function holdFor(decision: RateLimitDecision): number {
+  return preciseWaitOf(decision) ?? shortestWait(decision) - 1;
 }
 
 function wake(hot: HotKey, storeFailed: boolean): void {

@@ -25,7 +25,8 @@ export function policyDecision(
 
 /**
  * The decision a script reply (or its memory twin's) stands for: `{ allowed, then allowed,
- * remaining, retry_after_ms, reset_after_ms per policy, … }`. In a reservation's reply, an allowed
+ * remaining, retry, reset_after_ms per policy, … }`. The retry time is in µs when `retryInUs`
+ * (Redis's replies) and in ms otherwise (the memory twins'). In a reservation's reply, an allowed
  * policy's retry time is the wait until its booked slot (see {@link RateLimitDecision.waitMs}).
  */
 export function decisionFromReply(
@@ -34,19 +35,26 @@ export function decisionFromReply(
   atUs?: number,
   lease?: number,
   booked = false,
+  retryInUs = false,
 ): RateLimitDecision {
   const answers: PolicyDecision[] = new Array(policies.length);
   let waitMs = 0;
+  let shortestUs = Infinity;
   for (let i = 0, r = 1; i < policies.length; i++, r += 4) {
     const allowed = reply[r] === 1;
     let retry = reply[r + 2];
+    if (retryInUs && retry > 0) {
+      if (!allowed && retry < shortestUs) shortestUs = retry;
+      retry = Math.ceil(retry / 1000);
+    }
     if (booked && allowed) {
       if (retry > waitMs) waitMs = retry;
       retry = 0;
     }
     answers[i] = policyDecision(policies[i], allowed, reply[r + 1], retry, reply[r + 3]);
   }
-  const decision = combineDecisions(reply[0] === 1, answers, atUs, lease);
+  const precise = retryInUs && shortestUs < Infinity ? shortestUs : undefined;
+  const decision = combineDecisions(reply[0] === 1, answers, atUs, lease, precise);
   if (waitMs > 0 && decision.allowed) (decision as { waitMs?: number }).waitMs = waitMs;
   return decision;
 }
@@ -59,6 +67,7 @@ export function decisionFromReply(
 class StoreDecision implements RateLimitDecision {
   readonly #atUs: number | undefined;
   readonly #lease: number | undefined;
+  readonly #waitUs: number | undefined;
   // Present only when set, as on any other decision: `'degraded' in decision` stays meaningful.
   declare readonly degraded?: StoreErrorPolicy;
   declare readonly waitMs?: number;
@@ -73,9 +82,11 @@ class StoreDecision implements RateLimitDecision {
     degraded: StoreErrorPolicy | undefined,
     atUs: number | undefined,
     lease: number | undefined,
+    waitUs: number | undefined,
   ) {
     this.#atUs = atUs;
     this.#lease = lease;
+    this.#waitUs = waitUs;
     if (degraded !== undefined) (this as { degraded?: StoreErrorPolicy }).degraded = degraded;
   }
 
@@ -86,6 +97,11 @@ class StoreDecision implements RateLimitDecision {
   static leaseOf(decision: RateLimitDecision): number | undefined {
     return #lease in decision ? decision.#lease : undefined;
   }
+
+  static preciseWaitOf(decision: RateLimitDecision): number | undefined {
+    const us = #waitUs in decision ? decision.#waitUs : undefined;
+    return us === undefined ? undefined : us / 1000;
+  }
 }
 
 /** When the store made `decision` (µs of its clock), if it says; see `refund`'s `atUs`. */
@@ -93,6 +109,13 @@ export const arrivalOf = StoreDecision.arrivalOf;
 
 /** The lease id `decision` took, when one of its policies is a concurrency limit. */
 export const leaseOf = StoreDecision.leaseOf;
+
+/**
+ * For a rejection, the shortest wait among its rejecting policies in fractional ms, exactly as the
+ * store computed it (`retryAfterMs` is rounded up), when the store says: Redis does, from the
+ * moment it decided.
+ */
+export const preciseWaitOf = StoreDecision.preciseWaitOf;
 
 /** The same decision, marked as answered by `onStoreError` instead of the store. */
 export function degradedDecision(
@@ -110,6 +133,7 @@ export function degradedDecision(
     degraded,
     arrivalOf(decision),
     leaseOf(decision),
+    undefined,
   );
   if (decision.waitMs !== undefined) (copy as { waitMs?: number }).waitMs = decision.waitMs;
   return copy;
@@ -121,6 +145,7 @@ export function combineDecisions(
   policies: PolicyDecision[],
   atUs?: number,
   lease?: number,
+  waitUs?: number,
 ): RateLimitDecision {
   let binding = policies[0];
   let retryAfterMs = 0;
@@ -140,5 +165,6 @@ export function combineDecisions(
     undefined,
     atUs,
     lease,
+    waitUs,
   );
 }

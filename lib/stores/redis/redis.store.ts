@@ -35,8 +35,8 @@ export interface RedisStoreOptions {
   clock?: Clock;
   /**
    * Run decisions as Redis Functions (FCALL) where the server allows it, the default; false sends
-   * them as scripts (EVALSHA) always. Servers without Functions (Redis before 7, an ACL or a
-   * managed service that refuses `FUNCTION`) get scripts either way.
+   * them as scripts (EVALSHA) always. Where `FUNCTION` is refused (by an ACL, or
+   * a managed service that disables it), scripts either way.
    */
   functions?: boolean;
 }
@@ -253,7 +253,7 @@ export class RedisStore implements RateLimitStore {
     // After the policies' answers: the time, then the lease id if one was taken.
     const at = 1 + 4 * n;
     this.deadline?.observe(reply[at]);
-    return decisionFromReply(reply, policies, reply[at], reply[at + 1], op[0] === 'w');
+    return decisionFromReply(reply, policies, reply[at], reply[at + 1], op[0] === 'w', true);
   }
 
   /** The decision's clock argument: the deadline (or none), or the test clock's time. */
