@@ -10,8 +10,8 @@ const RELOAD_AFTER_MS = 10_000;
  * on NOSCRIPT) where it has not. A function's library is loaded once, so a call runs only the
  * decision; a script runs its whole body, defining every helper again, on every call.
  *
- * Which one a server takes is learned once: Redis before 7, a user whose ACL refuses `FUNCTION`
- * and managed services that disable it all get scripts for good. A server that loses the library
+ * Which one a server takes is learned once: a user whose ACL refuses `FUNCTION` and managed
+ * services that disable it get scripts for good. A server that loses the library
  * (a restart without persistence, `FUNCTION FLUSH`, a new cluster node) answers that call as a
  * script while the library is loaded again.
  */
