@@ -29,6 +29,8 @@ const SPACED: RateLimitPolicy = {
 // Slots are booked exactly; an admission is observed when its timer fires, which a busy event
 // loop (two cores, several test workers) can delay by a few ms, shrinking the next gap.
 const CLOCK_TOLERANCE_MS = 10;
+// How late a busy test machine may notice one admission (18 ms was seen with every suite running).
+const OBSERVATION_JITTER_MS = 30;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -81,12 +83,23 @@ describe.each(TARGETS)('acquire and run on %s, two instances', (target) => {
     expect(admitted).toHaveLength(30);
     admitted.sort((x, y) => x - y);
     const gaps = admitted.slice(1).map((t, i) => t - admitted[i]);
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100 - CLOCK_TOLERANCE_MS);
+    // An admission seen late (a busy event loop) shortens the next gap without being early: a gap
+    // may lose that jitter, while the typical gap stays the interval.
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100 - OBSERVATION_JITTER_MS);
+    const median = [...gaps].sort((x, y) => x - y)[14];
+    expect(Math.abs(median - 100)).toBeLessThanOrEqual(CLOCK_TOLERANCE_MS / 2);
     // Booked back to back: the 30 slots span 29 intervals, whatever the observation delays.
     expect(admitted[29] - admitted[0]).toBeGreaterThanOrEqual(2900 - CLOCK_TOLERANCE_MS);
     if (process.env.FLOW_SPACING_REPORT) {
-      const sorted = [...gaps].sort((x, y) => x - y);
-      console.log(target, 'gaps ms: min', sorted[0], 'median', sorted[14], 'max', sorted[28]);
+      console.log(
+        target,
+        'gaps ms: min',
+        Math.min(...gaps),
+        'median',
+        median,
+        'max',
+        Math.max(...gaps),
+      );
     }
     if (target !== 'memory') expect((await scriptCalls()) - before).toBe(30);
   });
