@@ -1,3 +1,4 @@
+import { type Socket } from 'node:net';
 import { type Cluster, type Redis } from 'ioredis';
 import { alreadyLoaded, isNoScript, type ScriptClient } from './script-client.js';
 
@@ -6,6 +7,7 @@ const CLOSE_GRACE_MS = 2000;
 
 /** Runs the store's scripts on an ioredis `Redis` or `Cluster`. */
 export function ioredisScripts(client: Redis | Cluster): ScriptClient {
+  const batch = client.isCluster ? () => {} : writeBatcher(client as Redis);
   return {
     library: 'ioredis',
     ready() {
@@ -16,13 +18,17 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
     },
     neverOpened: () => false,
     run(script, keys, args) {
+      batch();
       return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
         if (!isNoScript(error)) throw error;
         // EVAL both runs the script and puts it back in the server's cache for the next EVALSHA.
         return client.eval(script.lua, keys.length, ...keys, ...args);
       });
     },
-    call: (fn, keys, args) => client.fcall(fn, keys.length, ...keys, ...args),
+    call(fn, keys, args) {
+      batch();
+      return client.fcall(fn, keys.length, ...keys, ...args);
+    },
     async loadLibrary(code) {
       // FUNCTION LOAD names no key: a cluster needs it on each master.
       const nodes = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
@@ -31,6 +37,40 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
       );
     },
     close: () => closeIoredis(client),
+  };
+}
+
+// Decisions written together at most: Redis starts on a batch while the next is still being
+// made, which a closed loop of one connection showed to matter as much as fewer writes.
+const MAX_BATCH = 16;
+
+/**
+ * Gathers the decisions sent in one turn of the event loop into few socket writes. ioredis writes
+ * each command to the socket at once, one system call each, which profiles put at a quarter of a
+ * busy process; corking the socket until the turn ends, or for {@link MAX_BATCH} decisions, sends
+ * them together, as node-redis does. One `nextTick` per turn, not per decision.
+ */
+function writeBatcher(client: Redis): () => void {
+  let corked: Socket | undefined;
+  let batched = 0;
+  const uncork = () => {
+    corked?.uncork();
+    corked = undefined;
+  };
+  return () => {
+    if (corked !== undefined) {
+      if (++batched < MAX_BATCH) return;
+      corked.uncork();
+      corked.cork();
+      batched = 0;
+      return;
+    }
+    const stream = (client as { stream?: Socket }).stream;
+    if (stream === undefined || typeof stream.cork !== 'function') return;
+    stream.cork();
+    corked = stream;
+    batched = 0;
+    process.nextTick(uncork);
   };
 }
 
