@@ -222,7 +222,10 @@ export class BlockCacheStore implements RateLimitStore {
   private passed(id: string, hot: HotKey, remaining: number): void {
     hot.block = undefined;
     hot.permits = Math.max(1, remaining + 1);
-    if (hot.inFlight === 0 && hot.waiters.length === 0) {
+    // A request that took the last of the quota is most likely followed by a rejection: keep
+    // grouping the key's requests, or a flood sends a whole burst to the store each time a slot
+    // frees up (the size bound still applies).
+    if (hot.inFlight === 0 && hot.waiters.length === 0 && remaining > 0) {
       if (this.hot.get(id) === hot) this.hot.delete(id);
     } else {
       wake(hot, false);

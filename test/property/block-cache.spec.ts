@@ -144,6 +144,32 @@ describe('block cache: the same decisions as the store alone', () => {
     expect(behind.calls).toBe(7);
   });
 
+  it('keeps grouping a flooding key after a request takes the last slot that freed up', async () => {
+    let ms = 1_700_000_000_000;
+    const clock = () => ms;
+    const behind = new Counting(new RedisStore({ client: redis().shared, clock }));
+    const cached = new BlockCacheStore(behind, { clock });
+    const policy = resolvePolicy({ period: '1s', threshold: 5 }, 'last-slot');
+    const key = [`last-slot:{${randomUUID()}}`];
+    for (let i = 0; i < 5; i++) {
+      await cached.consume(key, [policy], [1]);
+      ms += 100;
+    }
+    expect((await cached.consume(key, [policy], [1])).allowed).toBe(false);
+    expect(behind.calls).toBe(6);
+
+    // The oldest request leaves the window: one request takes its slot, with nobody else waiting.
+    ms += 500;
+    expect(await cached.consume(key, [policy], [1])).toMatchObject({ allowed: true, remaining: 0 });
+    expect(behind.calls).toBe(7);
+    // The burst that follows asks the store once, and the rest are answered from its rejection.
+    const burst = await Promise.all(
+      Array.from({ length: 50 }, () => cached.consume(key, [policy], [1])),
+    );
+    expect(burst.filter((d) => d.allowed)).toHaveLength(0);
+    expect(behind.calls).toBe(8);
+  });
+
   it('groups a burst of a rejected key once its block ends: the same answers, two store calls', async () => {
     let ms = 1_700_000_000_000;
     const clock = () => ms;
