@@ -132,6 +132,8 @@ function subjects(): ((url: string) => Promise<Subject>)[] {
   return [
     ...ALGORITHMS.map((algorithm) => async (url: string): Promise<Subject> => {
       const client = new Redis(url);
+      // The store sends nothing on a client that is still connecting.
+      await client.ping();
       const store = new RedisStore({ client });
       const policy = resolvePolicy(
         { algorithm, period: LIMIT.periodMs / 1000, threshold: LIMIT.threshold },

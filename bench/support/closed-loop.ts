@@ -28,6 +28,10 @@ export async function runClosedLoop(total: number, inFlight: number, decide: Dec
       const started = performance.now();
       if (await decide(i)) allowed++;
       latencies[i] = performance.now() - started;
+      // Answers that need no I/O (a local block, a fallback) would otherwise chain in microtasks
+      // and starve the event loop: no timer, socket or breaker probe would run until the loop
+      // ends. A server reads each request from a socket; once per round of the workers will do.
+      if (i % inFlight === inFlight - 1) await new Promise((resolve) => setImmediate(resolve));
     }
   };
   const begin = performance.now();
