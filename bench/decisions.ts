@@ -4,6 +4,7 @@
  */
 import { type BenchContext, progress } from './support/bench-context.js';
 import { medianByThroughput, runClosedLoop } from './support/closed-loop.js';
+import { median } from './support/inline-policy.js';
 import {
   type Contender,
   CONTENDERS,
@@ -24,12 +25,14 @@ export { type DecisionsId } from './support/decisions-contenders.js';
 
 const KEYS = 10_000;
 const IN_FLIGHT = 256;
-const ROUNDS = 3;
+const ROUNDS = 5;
 
 export interface DecisionsResult {
   readonly markdown: string;
   /** Median decisions/s per contender. */
   readonly perSecond: ReadonlyMap<DecisionsId, number>;
+  /** `a` over `b`: the median of their ratios within each round both ran clean. */
+  readonly ratio: (a: DecisionsId, b: DecisionsId) => number;
   /** A policy written inline against the same policy hoisted, on Redis (ioredis) and memory. */
   readonly inline: { readonly redis: InlineComparison; readonly memory: InlineComparison };
 }
@@ -83,6 +86,16 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
   const perSecond = new Map<DecisionsId, number>();
   for (const c of CONTENDERS) perSecond.set(c.id, medianByThroughput(clean(c.id)).perSecond);
   const roundsOf = (id: DecisionsId) => runs.get(id)!.map((r) => r.perSecond);
+  // Contenders of one round ran minutes apart at most, those of different rounds longer: the
+  // machine's speed drifts less within a round, so ratios are taken there, then their median.
+  const pairedRatio = (a: DecisionsId, b: DecisionsId) => {
+    const ratios: number[] = [];
+    for (let k = 0; k < ROUNDS; k++) {
+      if (degradedIn.get(a)![k] > 0 || degradedIn.get(b)![k] > 0) continue;
+      ratios.push(runs.get(a)![k].perSecond / runs.get(b)![k].perSecond);
+    }
+    return ratios.length === 0 ? NaN : median(ratios);
+  };
   const redis = compareInline(roundsOf('ours:fixed-window'), roundsOf('ours:fixed-window:inline'));
   const rows = CONTENDERS.map((c) => {
     const median = medianByThroughput(clean(c.id));
@@ -98,8 +111,8 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
       spread,
       ms(median.p50Ms),
       ms(median.p99Ms),
-      ratio(median.perSecond / perSecond.get(c.floor)!),
-      ratio(median.perSecond / perSecond.get(c.flexible)!),
+      ratio(pairedRatio(c.id, c.floor)),
+      ratio(pairedRatio(c.id, c.flexible)),
       per(median.nodeCpuMicros),
       per(median.server.cpuMicros),
       per(median.server.scriptMicros),
@@ -119,7 +132,8 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
       'library in the "client" column (ioredis 6 or node-redis 6, default options unless the ' +
       'row says otherwise), and its own key prefix. The floor, ours and rate-limiter-flexible ' +
       'run once on each library; "vs floor" and "vs rate-limiter-flexible" divide by the floor ' +
-      'and rate-limiter-flexible on the same library. A row shows the median round by ' +
+      'and rate-limiter-flexible on the same library, within each round, and show the median of ' +
+      'those ratios. A row shows the median round by ' +
       'decisions/s and that round’s latency percentiles; "rounds" lists all of them, in round ' +
       'order. A round marked * had decisions answered by the fallback because Redis was later ' +
       'than the 100 ms timeout (a stall of this process or the VM): it measures the fallback, ' +
@@ -168,5 +182,5 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
     '',
     renderInline(redis, memory, ctx.quick),
   ].join('\n');
-  return { markdown, perSecond, inline: { redis, memory } };
+  return { markdown, perSecond, ratio: pairedRatio, inline: { redis, memory } };
 }

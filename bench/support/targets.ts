@@ -47,7 +47,6 @@ function everyOurs(
 }
 
 export function renderTargets(m: Measured): string {
-  const d = m.decisions?.perSecond;
   const flood = m.flood?.rows;
   const floodPeer = (id: string) => flood?.find((r) => r.id === id)?.perSecond ?? NaN;
   const http = m.http;
@@ -63,7 +62,9 @@ export function renderTargets(m: Measured): string {
   ): Target => ({
     measure: `decisions/s on ${library}: ${measure}`,
     target: atLeastText(goal),
-    check: d && atLeast(d.get(onLibrary(ours, library))! / d.get(onLibrary(peer, library))!, goal),
+    check:
+      m.decisions &&
+      atLeast(m.decisions.ratio(onLibrary(ours, library), onLibrary(peer, library)), goal),
   });
   /** Each decisions target once per client library, side by side. */
   const perLibrary = (ours: SharedId, peer: SharedId, measure: string, goal: number) =>
