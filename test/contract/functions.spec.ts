@@ -28,6 +28,17 @@ describe.each(CLIENT_KINDS)('Redis Functions through %s', (kind) => {
   const remaining = async (store: RedisStore, key: string) =>
     (await store.consume([key], [POLICY], [1])).remaining;
 
+  /** Six decisions on a new key: what each left, and the FCALLs and scripts they were sent as. */
+  async function sixDecisions(store: RedisStore) {
+    const key = `fn:{${randomUUID()}}`;
+    const before = await calls();
+    const left: number[] = [];
+    for (let i = 0; i < 6; i++) left.push(await remaining(store, key));
+    const after = await calls();
+    const scripts = after.evalsha - before.evalsha + after.eval - before.eval;
+    return { left, fcall: after.fcall - before.fcall, scripts };
+  }
+
   async function libraryLoaded(): Promise<boolean> {
     const listed = await redis().shared.call(
       'FUNCTION',
@@ -43,14 +54,7 @@ describe.each(CLIENT_KINDS)('Redis Functions through %s', (kind) => {
     await store.warmUp();
     expect(store.usesFunctions).toBe(true);
     expect(await libraryLoaded()).toBe(true);
-    const key = `fn:{${randomUUID()}}`;
-    const before = await calls();
-    const left = [];
-    for (let i = 0; i < 6; i++) left.push(await remaining(store, key));
-    const after = await calls();
-    expect(left).toEqual([4, 3, 2, 1, 0, 0]);
-    expect(after.fcall - before.fcall).toBe(6);
-    expect(after.evalsha - before.evalsha + after.eval - before.eval).toBe(0);
+    expect(await sixDecisions(store)).toEqual({ left: [4, 3, 2, 1, 0, 0], fcall: 6, scripts: 0 });
   });
 
   it('answers as a script while the library is gone, and loads it again', async () => {
@@ -91,14 +95,11 @@ describe.each(CLIENT_KINDS)('Redis Functions through %s', (kind) => {
       const store = new RedisStore({ client: await redis().connect(kind, { user }) });
       await store.warmUp();
       expect(store.usesFunctions).toBe(false);
-      const key = `fn:{${randomUUID()}}`;
-      const before = await calls();
-      const left = [];
-      for (let i = 0; i < 6; i++) left.push(await remaining(store, key));
-      const after = await calls();
-      expect(left).toEqual([4, 3, 2, 1, 0, 0]);
-      expect(after.evalsha - before.evalsha).toBe(6);
-      expect(after.fcall - before.fcall).toBe(0);
+      expect(await sixDecisions(store)).toEqual({
+        left: [4, 3, 2, 1, 0, 0],
+        fcall: 0,
+        scripts: 6,
+      });
       expect(store.usesFunctions).toBe(false);
     } finally {
       await redis().shared.call('ACL', 'DELUSER', user.name);
