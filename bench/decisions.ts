@@ -3,8 +3,7 @@
  * rejected, so every decision does the full read-and-write work of its algorithm.
  */
 import { type BenchContext, progress } from './support/bench-context.js';
-import { medianByThroughput, runClosedLoop } from './support/closed-loop.js';
-import { median } from './support/inline-policy.js';
+import { median, medianByThroughput, runClosedLoop } from './support/closed-loop.js';
 import {
   type Contender,
   CONTENDERS,

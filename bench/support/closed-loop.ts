@@ -61,3 +61,10 @@ export function medianByThroughput<T extends LoopResult>(results: readonly T[]):
   const sorted = [...results].sort((a, b) => a.perSecond - b.perSecond);
   return sorted[Math.floor((sorted.length - 1) / 2)];
 }
+
+/** The middle value; for an even count, the mean of the two middle ones. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}

@@ -7,6 +7,7 @@ import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import { type RateLimitPolicy, RateLimitModule, RateLimitService } from '../../lib/index.js';
 import { progress } from './bench-context.js';
+import { median } from './closed-loop.js';
 import { type Limit } from './limiter.js';
 import { integer, ratio, table } from './markdown.js';
 import { type Consume } from './our-limiter.js';
@@ -30,13 +31,6 @@ export interface InlineComparison {
   readonly ratio: number;
   /** inline / hoisted within each round. */
   readonly rounds: readonly number[];
-}
-
-/** The middle value; for an even count, the mean of the two middle ones. */
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 export function compareInline(hoisted: readonly number[], inline: readonly number[]) {
