@@ -29,8 +29,9 @@ const SPACED: RateLimitPolicy = {
 // Slots are booked exactly; an admission is observed when its timer fires, which a busy event
 // loop (two cores, several test workers) can delay by a few ms, shrinking the next gap.
 const CLOCK_TOLERANCE_MS = 10;
-// How late a busy test machine may notice one admission (18 ms was seen with every suite running).
-const OBSERVATION_JITTER_MS = 30;
+// How late the last admission may be noticed on a busy machine: generous, since lateness is not
+// what this test is about.
+const LATE_BOUND_MS = 500;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -74,6 +75,7 @@ describe.each(TARGETS)('acquire and run on %s, two instances', (target) => {
     const key = `partner:${randomUUID()}`;
     const before = target === 'memory' ? 0 : await scriptCalls();
     const admitted: number[] = [];
+    const start = performance.now();
     const acquire = async (service: RateLimitService) => {
       const permit = await service.acquire(key, SPACED, { maxWait: '10s' });
       admitted.push(performance.now());
@@ -83,14 +85,16 @@ describe.each(TARGETS)('acquire and run on %s, two instances', (target) => {
     expect(admitted).toHaveLength(30);
     admitted.sort((x, y) => x - y);
     const gaps = admitted.slice(1).map((t, i) => t - admitted[i]);
-    // An admission seen late (a busy event loop) shortens the next gap without being early: a gap
-    // may lose that jitter, while the typical gap stays the interval.
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100 - OBSERVATION_JITTER_MS);
+    // No admission comes before its slot: the k-th slot is k intervals after the first decision,
+    // which came after the start. An admission noticed late (a busy event loop: 45 ms was seen
+    // with every suite running) is no fault, so each gap is not bounded from below on its own.
+    admitted.forEach((t, k) =>
+      expect(t - start).toBeGreaterThanOrEqual(100 * k - CLOCK_TOLERANCE_MS),
+    );
+    // The typical gap is the interval, and the last slot is not pushed out.
     const median = [...gaps].sort((x, y) => x - y)[14];
     expect(Math.abs(median - 100)).toBeLessThanOrEqual(CLOCK_TOLERANCE_MS / 2);
-    // Booked back to back: the 30 slots span 29 intervals, less the first admission noticed late
-    // (2879.6 ms was seen in a CI run with every suite running).
-    expect(admitted[29] - admitted[0]).toBeGreaterThanOrEqual(2900 - OBSERVATION_JITTER_MS);
+    expect(admitted[29] - start).toBeLessThanOrEqual(2900 + LATE_BOUND_MS);
     if (process.env.FLOW_SPACING_REPORT) {
       console.log(
         target,
