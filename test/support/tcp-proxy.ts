@@ -1,0 +1,94 @@
+/**
+ * A TCP proxy in front of a test server, for faults a real network has: added latency each way,
+ * and connections reset in the middle of a reply. Loopback only.
+ */
+import { createServer, type Server, type Socket, connect } from 'node:net';
+
+export interface TcpProxy {
+  readonly port: number;
+  readonly url: string;
+  /** Delays every chunk by this many ms in each direction from now on (0: none). */
+  delay(ms: number): void;
+  /**
+   * Resets the connection that carries the next reply from the server: half of that reply's first
+   * chunk reaches the client, then both sides are reset (RST), as when a network drops mid-reply.
+   * The server has already run the command. Resolves once a connection was reset.
+   */
+  resetMidReply(): Promise<void>;
+  /** How many connections were reset so far. */
+  readonly resets: number;
+  /** How many client connections were accepted so far. */
+  readonly connections: number;
+  close(): Promise<void>;
+}
+
+/** Starts a proxy on a free loopback port that forwards to `target` (host 127.0.0.1). */
+export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+  let delayMs = 0;
+  let resets = 0;
+  let connections = 0;
+  let armed: (() => void) | undefined;
+  const sockets = new Set<Socket>();
+
+  const forward = (from: Socket, to: Socket, onChunk?: (chunk: Buffer) => boolean) => {
+    from.on('data', (chunk: Buffer) => {
+      if (onChunk?.(chunk) === false) return;
+      if (delayMs === 0) to.write(chunk);
+      else setTimeout(() => to.destroyed || to.write(chunk), delayMs);
+    });
+  };
+
+  const server: Server = createServer((client) => {
+    connections++;
+    const upstream = connect(targetPort, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
+    forward(client, upstream);
+    forward(upstream, client, (chunk) => {
+      const resolve = armed;
+      if (resolve === undefined) return true;
+      armed = undefined;
+      const half = chunk.subarray(0, Math.max(1, chunk.length >> 1));
+      client.write(half, () => {
+        client.resetAndDestroy();
+        upstream.resetAndDestroy();
+        resets++;
+        resolve();
+      });
+      return false;
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    delay(ms) {
+      delayMs = ms;
+    },
+    resetMidReply() {
+      return new Promise<void>((resolve) => (armed = resolve));
+    },
+    get resets() {
+      return resets;
+    },
+    get connections() {
+      return connections;
+    },
+    async close() {
+      armed = undefined;
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
