@@ -10,6 +10,7 @@ import {
 } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { DecisionRunner } from './decision-runner.js';
+import { decisionIdKey } from './decision-id.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, type DecisionScript } from './scripts.js';
 
@@ -44,6 +45,10 @@ export interface RedisStoreOptions {
 // Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
 // vanish while the simulated time says it still matters.
 const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
+
+// The operations that apply something, and so carry an id: consume, reserve, refund, block,
+// reset. A peek applies nothing; a release or renewal applied twice leaves what once does.
+const APPLIES: Readonly<Record<string, boolean>> = { c: true, w: true, r: true, b: true, x: true };
 
 /**
  * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
@@ -245,7 +250,9 @@ export class RedisStore implements RateLimitStore {
     args[0] = op;
     args[1] = this.clockArg();
     for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], blockUs);
-    const reply = (await this.runner.run(scriptFor(policies), keys, args)) as number[];
+    // One more key than policies: the decision's id key, so that no copy of it applies again.
+    const sent = APPLIES[op[0]] && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
+    const reply = (await this.runner.run(scriptFor(policies), sent, args)) as number[];
     if (reply[0] === -1) {
       this.deadline?.observe(reply[1]);
       throw new StoreLateError();
