@@ -31,6 +31,8 @@ export interface NodeRedisClient {
   withCommandOptions?(options: { timeout?: number }): NodeRedisClient;
   close(): Promise<void>;
   destroy(): void;
+  /** Its events; `ready` after each (re)connection. */
+  on?(event: 'ready', listener: () => void): unknown;
 }
 
 // Shutdown must finish even if the server never answers what is pending.
@@ -47,6 +49,9 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
     library: 'node-redis',
     ready: () => client.isReady ?? client.isOpen,
     neverOpened: () => !client.isOpen,
+    onReady(listener) {
+      client.on?.('ready', listener);
+    },
     run(script, keys, args) {
       // Cluster routing reads the first key, so every key of a decision shares its hash tag.
       const options = { keys: keys as string[], arguments: args as string[] };

@@ -11,6 +11,7 @@ import {
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
+import { lostInFlight, ReconnectWaiters } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, type DecisionScript } from './scripts.js';
 
@@ -46,6 +47,12 @@ export interface RedisStoreOptions {
 // vanish while the simulated time says it still matters.
 const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
 
+// A decision whose reply was lost is sent again at most this many times.
+const MAX_RESENDS = 2;
+// With no deadline, Redis keeps a decision's id for 5 s (see decide.lua): a copy sent later
+// could apply again, so resending stops well before.
+const RESEND_WITHOUT_DEADLINE_MS = 4000;
+
 // The operations that apply something, and so carry an id: consume, reserve, refund, block,
 // reset. A peek applies nothing; a release or renewal applied twice leaves what once does.
 const APPLIES: Readonly<Record<string, boolean>> = { c: true, w: true, r: true, b: true, x: true };
@@ -72,6 +79,7 @@ export class RedisStore implements RateLimitStore {
   private readonly ownsClient: boolean;
   private readonly clock: Clock | undefined;
   private deadline: AnswerDeadline | undefined;
+  private readonly reconnected: ReconnectWaiters;
 
   constructor(options: RedisStoreOptions) {
     const scripts = scriptClientFor(options?.client);
@@ -83,6 +91,7 @@ export class RedisStore implements RateLimitStore {
     this.client = options.client;
     this.scripts = scripts;
     this.runner = new DecisionRunner(scripts, options.functions ?? true);
+    this.reconnected = new ReconnectWaiters(scripts);
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
     // A simulated clock has no relation to the time at which Redis runs the script.
@@ -252,7 +261,14 @@ export class RedisStore implements RateLimitStore {
     for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], blockUs);
     // One more key than policies: the decision's id key, so that no copy of it applies again.
     const sent = APPLIES[op[0]] && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
-    const reply = (await this.runner.run(scriptFor(policies), sent, args)) as number[];
+    const script = scriptFor(policies);
+    const sentAt = performance.now();
+    let reply: number[];
+    try {
+      reply = (await this.runner.run(script, sent, args)) as number[];
+    } catch (error) {
+      reply = await this.sendAgain(error, script, sent, args, sentAt);
+    }
     if (reply[0] === -1) {
       this.deadline?.observe(reply[1]);
       throw new StoreLateError();
@@ -261,6 +277,32 @@ export class RedisStore implements RateLimitStore {
     const at = 1 + 4 * n;
     this.deadline?.observe(reply[at]);
     return decisionFromReply(reply, policies, reply[at], reply[at + 1], op[0] === 'w', true);
+  }
+
+  /**
+   * Sends a decision again when its connection broke before the reply came (Redis may have run it),
+   * once the client is ready, while its caller still waits for it: at most {@link MAX_RESENDS}
+   * times, and never after `sentAt` plus `answerWithinMs`. The copy has the same id and
+   * arguments, so Redis answers it with what it decided the first time, if it did, and applies
+   * nothing twice. Any other failure is the caller's.
+   */
+  private async sendAgain(
+    error: unknown,
+    script: DecisionScript,
+    keys: readonly string[],
+    args: readonly string[],
+    sentAt: number,
+  ): Promise<number[]> {
+    const untilMs = sentAt + (this.deadline?.timeoutMs ?? RESEND_WITHOUT_DEADLINE_MS);
+    for (let resends = 0; resends < MAX_RESENDS && lostInFlight(error); resends++) {
+      if (!(await this.reconnected.ready(untilMs))) break;
+      try {
+        return (await this.runner.run(script, keys, args)) as number[];
+      } catch (next) {
+        error = next;
+      }
+    }
+    throw error;
   }
 
   /** The decision's clock argument: the deadline (or none), or the test clock's time. */
