@@ -3,6 +3,7 @@ import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { type NodeRedisClient } from './stores/redis/node-redis.client.js';
 import { HEADER_MODES, type HeaderMode } from './http/headers.js';
 import { configError } from './rate-limit.policy.js';
+import { defaultMemoryBudget, heapLimitBytes } from './stores/memory/memory-size.js';
 import {
   type Clock,
   type RateLimitDecision,
@@ -103,8 +104,20 @@ export interface RateLimitModuleOptions {
    */
   skipIf?: (context: ExecutionContext) => boolean | Promise<boolean>;
   /**
-   * Most keys the memory store holds (as the store, or as the fallback); past it the least
-   * recently written are dropped. Default 1,000,000.
+   * Most heap the memory store's keys may take (as the store, or as the fallback), in bytes, by
+   * its estimate of each key; past it the least recently written keys are dropped. At most the
+   * process's heap limit. Default: a quarter of the heap limit
+   * (`v8.getHeapStatistics().heap_size_limit`, set by `--max-old-space-size`).
+   *
+   * @example
+   * ```ts
+   * maxMemoryBytes: 512 * 1024 * 1024
+   * ```
+   */
+  maxMemoryBytes?: number;
+  /**
+   * Most keys the memory store holds, on top of `maxMemoryBytes`. Default: no cap but
+   * `maxMemoryBytes`.
    */
   maxMemoryKeys?: number;
   /**
@@ -147,7 +160,8 @@ export interface ResolvedRateLimitOptions {
   readonly ipv6Subnet: number;
   readonly timeout: number;
   readonly onStoreError: StoreErrorPolicy | StoreErrorHandler;
-  readonly maxMemoryKeys: number;
+  readonly maxMemoryBytes: number;
+  readonly maxMemoryKeys: number | undefined;
   readonly blockCache: boolean;
   readonly onDecision: DecisionHook | undefined;
   readonly onLimited: DecisionHook | undefined;
@@ -157,7 +171,6 @@ export interface ResolvedRateLimitOptions {
 
 export const DEFAULT_KEY_PREFIX = 'rate-limit';
 export const DEFAULT_TIMEOUT_MS = 100;
-export const DEFAULT_MAX_MEMORY_KEYS = 1_000_000;
 export const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
 
@@ -218,12 +231,14 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
   }
   const shadow = raw.shadow ?? false;
   if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
-  const maxMemoryKeys = raw.maxMemoryKeys ?? DEFAULT_MAX_MEMORY_KEYS;
-  if (
-    typeof maxMemoryKeys !== 'number' ||
-    !Number.isSafeInteger(maxMemoryKeys) ||
-    maxMemoryKeys < 1
-  ) {
+  const heapLimit = heapLimitBytes();
+  const maxMemoryBytes = raw.maxMemoryBytes ?? defaultMemoryBudget();
+  if (!isWholeIn(maxMemoryBytes, 1, heapLimit)) {
+    const expected = `a whole number of bytes from 1 to ${heapLimit} (this process's heap limit)`;
+    throw configError(where, 'maxMemoryBytes', maxMemoryBytes, expected);
+  }
+  const maxMemoryKeys = raw.maxMemoryKeys;
+  if (maxMemoryKeys !== undefined && !isWholeIn(maxMemoryKeys, 1, Number.MAX_SAFE_INTEGER)) {
     throw configError(where, 'maxMemoryKeys', maxMemoryKeys, 'a positive integer');
   }
   return Object.freeze({
@@ -234,6 +249,7 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     ipv6Subnet,
     timeout,
     onStoreError,
+    maxMemoryBytes,
     maxMemoryKeys,
     blockCache,
     onDecision: raw.onDecision,
@@ -241,4 +257,8 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     skipIf: raw.skipIf,
     shadow,
   });
+}
+
+function isWholeIn(value: unknown, min: number, max: number): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max;
 }

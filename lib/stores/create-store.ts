@@ -47,7 +47,12 @@ export function createStore(
   logger: OutageLogger,
 ): StoreHandle {
   const { store, redis, clock } = raw;
-  const memory = () => new MemoryStore({ clock, maxKeys: options.maxMemoryKeys });
+  const memory = () =>
+    new MemoryStore({
+      clock,
+      maxBytes: options.maxMemoryBytes,
+      maxKeys: options.maxMemoryKeys,
+    });
   const resilient = (primary: RateLimitStore, ownsPrimary: boolean) => {
     const guarded = new ResilientStore(primary, {
       timeoutMs: options.timeout,

@@ -107,6 +107,11 @@ describe('resilience options', () => {
       /onStoreError must be one of memory, allow, deny, or a function returning one, got "retry"/,
     ],
     [{ maxMemoryKeys: -1 }, /maxMemoryKeys must be a positive integer, got -1/],
+    [
+      { maxMemoryBytes: 0 },
+      /maxMemoryBytes must be a whole number of bytes from 1 to \d+ \(this process's heap limit\), got 0/,
+    ],
+    [{ maxMemoryBytes: '1gb' as never }, /maxMemoryBytes must be a whole number of bytes/],
     [{ blockCache: 'yes' as never }, /blockCache must be true or false, got "yes"/],
     [{ onDecision: 'log' as never }, /onDecision must be a function, got "log"/],
     [{ onLimited: 1 as never }, /onLimited must be a function, got 1/],
