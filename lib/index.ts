@@ -43,7 +43,11 @@ export {
 } from './stores/store.interface.js';
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';
-export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.store.js';
+export {
+  type MemoryPolicy,
+  RedisStore,
+  type RedisStoreOptions,
+} from './stores/redis/redis.store.js';
 export { type RedisClient, StoreNotConnectedError } from './stores/redis/script-client.js';
 export { StoreLateError } from './stores/redis/answer-deadline.js';
 export {

@@ -5,10 +5,11 @@ import {
 } from '../rate-limit.options.js';
 import { configError } from '../rate-limit.policy.js';
 import { BlockCacheStore } from './block-cache.js';
+import { type BootstrapLogger, warnIfEvicting } from './eviction-warning.js';
 import { MemoryStore } from './memory/memory.store.js';
 import { RedisStore } from './redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from './redis/script-client.js';
-import { type OutageLogger, ResilientStore } from './resilient.store.js';
+import { ResilientStore } from './resilient.store.js';
 import { type RateLimitStore } from './store.interface.js';
 
 /** The active store, whether the module made it (and so closes it), and how to await its link. */
@@ -44,7 +45,7 @@ const nothingToAwait = () => Promise.resolve();
 export function createStore(
   raw: RateLimitModuleOptions,
   options: ResolvedRateLimitOptions,
-  logger: OutageLogger,
+  logger: BootstrapLogger,
 ): StoreHandle {
   const { store, redis, clock } = raw;
   const memory = () =>
@@ -80,7 +81,7 @@ export function createStore(
       // Handed over ready-made, it gets what the module gives the Redis stores it builds.
       store.answerWithinByDefault(options.timeout);
       warnIfNeverOpened(store, logger);
-      const ready = () => connected(store);
+      const ready = () => connected(store, logger);
       return { store: resilient(store, false), owned: true, kind: 'redis', ready };
     }
     return { store: resilient(store, false), owned: true, kind: 'custom', ready: nothingToAwait };
@@ -98,7 +99,7 @@ export function createStore(
       store: resilient(primary, false),
       owned: true,
       kind: 'redis',
-      ready: () => connected(primary),
+      ready: () => connected(primary, logger),
     };
   }
   if (typeof redis !== 'string' && (redis === null || typeof redis !== 'object')) {
@@ -125,11 +126,11 @@ export function createStore(
     store: resilient(primary, true),
     owned: true,
     kind: 'redis',
-    ready: () => connected(primary),
+    ready: () => connected(primary, logger),
   };
 }
 
-function warnIfNeverOpened(store: RedisStore, logger: OutageLogger): void {
+function warnIfNeverOpened(store: RedisStore, logger: BootstrapLogger): void {
   if (!store.neverOpened) return;
   logger.warn(
     `The ${store.library} client passed to RateLimitModule is not connected; call its connect() first (until then the fallback answers)`,
@@ -139,12 +140,14 @@ function warnIfNeverOpened(store: RedisStore, logger: OutageLogger): void {
 /**
  * Waits, at bootstrap only, until the client is connected or its connect timeout has passed, so
  * that the first requests are shared rather than answered by the fallback. Polls: the same way
- * for both libraries, and only while the application starts.
+ * for both libraries, and only while the application starts. Then warms the store up and, if
+ * connected, checks that Redis cannot evict the module's keys.
  */
-async function connected(store: RedisStore): Promise<void> {
+async function connected(store: RedisStore, logger: BootstrapLogger): Promise<void> {
   const deadline = performance.now() + CONNECT_TIMEOUT_MS;
   while (!store.connected && !store.neverOpened && performance.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  await store.warmUp();
+  if (!store.connected) return store.warmUp();
+  await Promise.all([store.warmUp(), warnIfEvicting(store, logger)]);
 }

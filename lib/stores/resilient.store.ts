@@ -2,6 +2,7 @@ import { type ResolvedPolicy } from '../rate-limit.policy.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { degradedDecision } from './decision.js';
 import { Deadlines } from './deadlines.js';
+import { giveBackLate } from './late-replies.js';
 import {
   type RateLimitDecision,
   type RateLimitStore,
@@ -168,7 +169,10 @@ export class ResilientStore implements RateLimitStore {
     let decision: RateLimitDecision;
     try {
       const pending = invoke(this.primary, op, keys, policies, costs, extras);
-      decision = await this.deadlines.race(pending);
+      decision = await this.deadlines.race(
+        pending,
+        this.lateReplyHandler(op, keys, policies, costs),
+      );
     } catch (error) {
       this.breaker.failure(performance.now());
       this.policy = this.choosePolicy(error);
@@ -178,6 +182,20 @@ export class ResilientStore implements RateLimitStore {
     this.breaker.success();
     if (this.outageStartedAt !== undefined) this.outageEnds();
     return decision;
+  }
+
+  /**
+   * What to do with a reply that comes after the timeout: a consume or reserve it recorded is
+   * given back, since the fallback answered (and counted) that request instead.
+   */
+  private lateReplyHandler(
+    op: StoreOperation,
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): ((late: RateLimitDecision) => void) | undefined {
+    if (op !== 'consume' && op !== 'reserve') return undefined;
+    return (late) => giveBackLate(this.primary, keys, policies, costs, late);
   }
 
   /** Whether the primary store is currently considered down. */

@@ -65,6 +65,22 @@ describe('deadlines', () => {
     expect(deadlines.ticking).toBe(false);
   });
 
+  it('tells onLate the value of a call that resolves after its deadline, and only then', async () => {
+    const deadlines = new Deadlines(20);
+    const late: number[] = [];
+    let answer!: (value: number) => void;
+    const slow = new Promise<number>((resolve) => (answer = resolve));
+    await expect(deadlines.race(slow, (value) => late.push(value))).rejects.toBeInstanceOf(
+      StoreTimeoutError,
+    );
+    expect(late).toEqual([]);
+    answer(7);
+    await slow;
+    expect(late).toEqual([7]);
+    await expect(deadlines.race(Promise.resolve(8), (value) => late.push(value))).resolves.toBe(8);
+    expect(late).toEqual([7]);
+  });
+
   it('expires many calls in flight with its one shared interval', async () => {
     const deadlines = new Deadlines(30);
     const calls = Array.from({ length: 500 }, () =>

@@ -1,6 +1,6 @@
 import { type Socket } from 'node:net';
 import { type Cluster, type Redis } from 'ioredis';
-import { alreadyLoaded, isNoScript, type ScriptClient } from './script-client.js';
+import { alreadyLoaded, configRecord, isNoScript, type ScriptClient } from './script-client.js';
 
 // Shutdown must finish even if the socket never reports its end.
 const CLOSE_GRACE_MS = 2000;
@@ -31,13 +31,22 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
     },
     async loadLibrary(code) {
       // FUNCTION LOAD names no key: a cluster needs it on each master.
-      const nodes = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
       await Promise.all(
-        nodes.map((node) => node.function('LOAD', code).then(() => {}, alreadyLoaded)),
+        primaries(client).map((node) => node.function('LOAD', code).then(() => {}, alreadyLoaded)),
+      );
+    },
+    readConfig(pattern) {
+      return Promise.all(
+        primaries(client).map(async (node) => configRecord(await node.config('GET', pattern))),
       );
     },
     close: () => closeIoredis(client),
   };
+}
+
+/** The server, or each master of a cluster: where commands that name no key must go. */
+function primaries(client: Redis | Cluster): Redis[] {
+  return client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
 }
 
 // Decisions written together at most: Redis starts on a batch while the next is still being

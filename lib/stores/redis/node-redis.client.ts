@@ -1,5 +1,6 @@
 import {
   alreadyLoaded,
+  configRecord,
   FunctionsUnsupportedError,
   isNoScript,
   type ScriptClient,
@@ -24,6 +25,7 @@ export interface NodeRedisClient {
   eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
   fCall?(fn: string, options: NodeRedisEvalOptions): Promise<unknown>;
   functionLoad?(code: string): Promise<unknown>;
+  configGet?(pattern: string): Promise<unknown>;
   /** A cluster's masters, each to hand to `nodeClient`. */
   readonly masters?: readonly unknown[];
   nodeClient?(node: unknown): Promise<NodeRedisClient> | NodeRedisClient;
@@ -61,13 +63,7 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
 
     async loadLibrary(code) {
       // FUNCTION LOAD names no key: a cluster needs it on each master.
-      const { masters, nodeClient } = client;
-      const nodes =
-        masters === undefined
-          ? [client]
-          : typeof nodeClient === 'function'
-            ? await Promise.all(masters.map((master) => nodeClient.call(client, master)))
-            : [];
+      const nodes = await primaries(client);
       const unsupported = (node: NodeRedisClient) =>
         typeof node.functionLoad !== 'function' || typeof client.fCall !== 'function';
       if (nodes.length === 0 || nodes.some(unsupported)) {
@@ -76,6 +72,13 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
       await Promise.all(
         nodes.map((node) => node.functionLoad!(code).then(() => {}, alreadyLoaded)),
       );
+    },
+    async readConfig(pattern) {
+      const nodes = await primaries(client);
+      if (nodes.length === 0 || nodes.some((node) => typeof node.configGet !== 'function')) {
+        throw new TypeError('this node-redis client cannot send CONFIG GET to its primaries');
+      }
+      return Promise.all(nodes.map(async (node) => configRecord(await node.configGet!(pattern))));
     },
     async close() {
       if (!client.isOpen) return;
@@ -91,4 +94,12 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
       clearTimeout(timer);
     },
   };
+}
+
+/** The client, or a client for each master of a cluster (none when the cluster cannot give one). */
+async function primaries(client: NodeRedisClient): Promise<NodeRedisClient[]> {
+  const { masters, nodeClient } = client;
+  if (masters === undefined) return [client];
+  if (typeof nodeClient !== 'function') return [];
+  return Promise.all(masters.map((master) => nodeClient.call(client, master)));
 }
