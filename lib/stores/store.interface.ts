@@ -146,6 +146,12 @@ export interface RateLimitStore {
     costs: readonly number[],
     of: RateLimitDecision,
   ): Promise<RateLimitDecision>;
+  /**
+   * Names the server that decides on `keys`, so that failures are judged per server: when one
+   * fails, only the decisions that go to it are answered by `onStoreError`. `RedisStore` answers
+   * the `host:port` of a Cluster master, and '' for a single server. Unset: one server.
+   */
+  nodeOf?(keys: readonly string[]): string;
   /** Releases what the store holds. Called on application shutdown for stores the module created. */
   close?(): Promise<void>;
 }
