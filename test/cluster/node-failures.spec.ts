@@ -24,10 +24,13 @@ import { useCluster } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 
 const TIMEOUT_MS = 100;
-// Two policies, as a route with a short and a long limit has: two keys under one hash tag.
+// Between two decisions on one key.
+const EVERY_MS = 5;
+// Two policies, as a route with a short and a long limit has: two keys under one hash tag, each
+// kept for its period (a roomy bucket would expire at once, being full again).
 const TWO_POLICIES: RateLimitPolicy[] = [
-  { period: '1h', threshold: 1_000_000, name: 'window' },
-  { period: '1h', threshold: 1_000_000, name: 'bucket', algorithm: 'token-bucket' },
+  { period: '1h', threshold: 1_000_000, name: 'hour' },
+  { period: '1d', threshold: 1_000_000, name: 'day', algorithm: 'fixed-window' },
 ];
 
 interface KeyedSample {
@@ -52,7 +55,11 @@ async function keysOn(cluster: TestCluster, master: ClusterMaster, count: number
   return keys;
 }
 
-/** One loop of back-to-back decisions per key until `stop` resolves (20 s at most). */
+/**
+ * Open-loop traffic, as requests reach an app whatever the store does: one decision per key
+ * every {@link EVERY_MS} ms until `stop` resolves (20 s at most), so that decisions on a server
+ * that does not answer pile up as they would in production. Resolves once all are answered.
+ */
 async function trafficOn(
   app: INestApplication,
   keys: readonly string[],
@@ -60,22 +67,18 @@ async function trafficOn(
 ): Promise<KeyedSample[]> {
   const limiter = app.get(RateLimitService);
   const samples: KeyedSample[] = [];
-  let stopped = false;
-  void stop.finally(() => (stopped = true));
-  const begin = performance.now();
-  await Promise.all(
-    keys.map(async (key) => {
-      while (!stopped && performance.now() - begin < 20_000) {
-        try {
-          const d = await limiter.consume(key, TWO_POLICIES);
-          samples.push({ key, degraded: d.degraded, allowed: d.allowed, error: undefined });
-        } catch (error) {
-          samples.push({ key, degraded: undefined, allowed: false, error });
-        }
-        await sleep(2);
-      }
-    }),
-  );
+  const pending: Array<Promise<void>> = [];
+  const send = (key: string) =>
+    limiter.consume(key, TWO_POLICIES).then(
+      (d) => void samples.push({ key, degraded: d.degraded, allowed: d.allowed, error: undefined }),
+      (error: unknown) => void samples.push({ key, degraded: undefined, allowed: false, error }),
+    );
+  const timer = setInterval(() => {
+    for (const key of keys) pending.push(send(key));
+  }, EVERY_MS);
+  await Promise.race([stop.catch(() => {}), sleep(20_000)]);
+  clearInterval(timer);
+  await Promise.all(pending);
   return samples;
 }
 
