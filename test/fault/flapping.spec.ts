@@ -60,6 +60,14 @@ const CONNECTIONS: Array<[label: string, connect: (redis: TestRedis) => Promise<
 
 const rows: string[] = [];
 
+afterAll(() => {
+  process.stdout.write(
+    `\nFlapping server (timeout ${TIMEOUT_MS} ms, ${FLAPPING_MS} ms of flapping):\n` +
+      '| client | fault | decisions | answered by the fallback | warnings | recovery lines |\n' +
+      `|---|---|---|---|---|---|\n${rows.join('\n')}\n`,
+  );
+});
+
 describe.each(CONNECTIONS)('a flapping server, %s', (client, connect) => {
   let redis: TestRedis;
   let app: INestApplication | undefined;
@@ -73,11 +81,6 @@ describe.each(CONNECTIONS)('a flapping server, %s', (client, connect) => {
   });
   afterAll(async () => {
     await redis.stop();
-    process.stdout.write(
-      `\nFlapping server (timeout ${TIMEOUT_MS} ms, ${FLAPPING_MS} ms of flapping):\n` +
-        '| client | fault | decisions | answered by the fallback | warnings | recovery lines |\n' +
-        `|---|---|---|---|---|---|\n${rows.filter((r) => r.includes(client)).join('\n')}\n`,
-    );
   });
 
   it.each(FLAPS.map((f) => [f.name, f] as const))('%s', async (name, { flap }) => {
