@@ -16,6 +16,7 @@ import {
   RateLimitService,
   type RedisConnection,
 } from '../../lib/index.js';
+import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { uniquePrefix } from '../contract/fixtures/app.js';
 import { CapturingLogger, createLimiterApp, sleep } from '../fault/traffic.js';
 import { CLIENT_KINDS } from '../support/clients.js';
@@ -138,6 +139,20 @@ describe('per-node failures on a 3-master cluster', () => {
     );
     return logger;
   }
+
+  it('computes the hash slot of a key as Redis does', async () => {
+    const admin = cluster().admin((await cluster().masters())[0]);
+    const keys = ['123456789', '{}', 'x{}y{z}', '{a}{b}', 'a{', '}{a}', 'p:{café|ü}:0:sw'];
+    for (let i = 0; i < 200; i++) {
+      const tag = String.fromCodePoint(
+        ...Array.from({ length: i % 7 }, (_, j) => 32 + ((i * 31 + j * 977) % 3000)),
+      );
+      keys.push(`p:{${tag}}:${i}`, `${randomUUID()}${i % 2 ? '{' : ''}`);
+    }
+    for (const key of keys) {
+      expect([key, keySlot(key)]).toEqual([key, await admin.call('CLUSTER', 'KEYSLOT', key)]);
+    }
+  });
 
   describe.each(CLIENT_KINDS)('through %s', (kind) => {
     it('a frozen master (SIGSTOP for 3 s) sends only its own keys to the fallback', async () => {
