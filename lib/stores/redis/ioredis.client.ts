@@ -1,5 +1,6 @@
 import { type Socket } from 'node:net';
 import { type Cluster, type Redis } from 'ioredis';
+import { keySlot } from './key-slot.js';
 import { alreadyLoaded, configRecord, isNoScript, type ScriptClient } from './script-client.js';
 
 // Shutdown must finish even if the socket never reports its end.
@@ -41,6 +42,10 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
       );
     },
     close: () => closeIoredis(client),
+    // A Cluster keeps each slot's nodes as `host:port`, the master first.
+    nodeOf: client.isCluster
+      ? (key) => (client as Cluster).slots[keySlot(key)]?.[0] ?? ''
+      : undefined,
   };
 }
 

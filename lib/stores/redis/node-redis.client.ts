@@ -1,3 +1,4 @@
+import { keySlot } from './key-slot.js';
 import {
   alreadyLoaded,
   configRecord,
@@ -29,6 +30,8 @@ export interface NodeRedisClient {
   /** A cluster's masters, each to hand to `nodeClient`. */
   readonly masters?: readonly unknown[];
   nodeClient?(node: unknown): Promise<NodeRedisClient> | NodeRedisClient;
+  /** A cluster's slot map: each slot's master, with its `host:port`. */
+  readonly slots?: ReadonlyArray<{ readonly master?: { readonly address?: string } } | undefined>;
   /** The same client with other command options (node-redis 5 and later). */
   withCommandOptions?(options: { timeout?: number }): NodeRedisClient;
   close(): Promise<void>;
@@ -45,7 +48,13 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
   // while the client is not ready, so for decisions the timer never fires; a profile showed it at
   // about 10% of the process. Other commands keep the owner's options.
   const decisions = client.withCommandOptions?.({ timeout: 0 }) ?? client;
+  // Only a cluster has a slot map; read through the client, which follows every topology change.
+  const nodeOf =
+    client.masters === undefined
+      ? undefined
+      : (key: string) => client.slots?.[keySlot(key)]?.master?.address ?? '';
   return {
+    nodeOf,
     library: 'node-redis',
     ready: () => client.isReady ?? client.isOpen,
     neverOpened: () => !client.isOpen,

@@ -165,6 +165,15 @@ export class RedisStore implements RateLimitStore {
     }));
   }
 
+  /**
+   * The Redis node that decides on `keys`: on a cluster, the master that the client's slot map
+   * gives for their slot (`host:port`; '' until the map is known); '' for a single server.
+   */
+  nodeOf(keys: readonly string[]): string {
+    const nodeOf = this.scripts.nodeOf;
+    return nodeOf === undefined || keys.length === 0 ? '' : nodeOf(keys[0]);
+  }
+
   /** Whether the client was handed over without being connected (node-redis needs `connect()`). */
   get neverOpened(): boolean {
     return this.scripts.neverOpened();

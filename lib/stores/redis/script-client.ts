@@ -41,6 +41,11 @@ export interface ScriptClient {
   readConfig(pattern: string): Promise<Array<Record<string, string>>>;
   /** Ends the connection, waiting at most a short while for pending replies. */
   close(): Promise<void>;
+  /**
+   * On a cluster client: the master serving `key`'s slot in the client's slot map, as
+   * `host:port`, or '' while the map does not know. Absent on a single-server client.
+   */
+  readonly nodeOf?: (key: string) => string;
 }
 
 /** Wraps a client of either library; undefined when `client` is neither. */
