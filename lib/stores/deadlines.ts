@@ -24,11 +24,15 @@ export class Deadlines {
   private timer: NodeJS.Timeout | undefined;
   readonly tickMs: number;
 
-  constructor(readonly timeoutMs: number) {
+  /** `expired` makes what an overdue call rejects with; a `StoreTimeoutError` unless told. */
+  constructor(
+    readonly timeoutMs: number,
+    private readonly expired: () => Error = () => new StoreTimeoutError(timeoutMs),
+  ) {
     this.tickMs = Math.max(2, Math.min(25, Math.ceil(timeoutMs / 4)));
   }
 
-  /** Resolves like `promise`, or rejects with a `StoreTimeoutError` once the deadline passes. */
+  /** Resolves like `promise`, or rejects with the expiry error once the deadline passes. */
   race<T>(promise: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const pending: Pending = {
@@ -61,7 +65,7 @@ export class Deadlines {
       const pending = queue[head++];
       if (!pending.settled) {
         pending.settled = true;
-        pending.reject(new StoreTimeoutError(this.timeoutMs));
+        pending.reject(this.expired());
       }
     }
     if (head === queue.length) {
