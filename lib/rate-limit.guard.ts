@@ -48,8 +48,6 @@ interface HandlerPlan {
   readonly place: string;
   /** `@RateLimit on <place>`, for errors and warnings. */
   readonly where: string;
-  /** Some value comes from a function of yours, which may return a promise to await. */
-  readonly awaits: boolean;
   /** Present when no policy value depends on the request: then nothing is resolved per request. */
   readonly policies: readonly ResolvedPolicy[] | undefined;
   readonly tails: readonly string[] | undefined;
@@ -125,7 +123,7 @@ export class RateLimitGuard implements CanActivate {
     for (let i = 0; i < keys.length; i++) {
       keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i], i) : plan.tails[i]);
     }
-    const decision = await this.storeFor(context, plan).consume(keys, policies, costs);
+    const decision = await this.storeFor(context).consume(keys, policies, costs);
     return this.answer(context, transport, plan, policies, decision);
   }
 
@@ -135,8 +133,8 @@ export class RateLimitGuard implements CanActivate {
   }
 
   /** The module's store, or what answers for it when a function of the call did not settle. */
-  private storeFor(context: ExecutionContext, plan: HandlerPlan): RateLimitStore {
-    return plan.awaits ? this.bounds.storeFor(context, this.store) : this.store;
+  private storeFor(context: ExecutionContext): RateLimitStore {
+    return this.bounds.storeFor(context, this.store);
   }
 
   /** A route with own trackers, outcome counting or shadow policies; see `rate-limit.features`. */
@@ -161,7 +159,7 @@ export class RateLimitGuard implements CanActivate {
           this.bounds,
         )
       : await this.plainKeys(context, transport, plan, policies);
-    const store = this.storeFor(context, plan);
+    const store = this.storeFor(context);
     const enforce =
       features.maxWaitMs > 0 ? this.waiting(context, transport, features, store) : undefined;
     const { decision, parts } = await decideWithShadow(
@@ -307,16 +305,10 @@ export class RateLimitGuard implements CanActivate {
       (cls as { prototype: object }).prototype,
       (handler as { name: string }).name,
     );
-    const features = routeFeatures(templates, this.options.shadow);
     return {
       templates,
       place,
       where: `@RateLimit on ${place}`,
-      awaits:
-        fixed === undefined ||
-        costs === undefined ||
-        this.options.getTracker !== undefined ||
-        features?.anyTracker === true,
       policies: fixed,
       tails: fixed?.map((p, i) => KeyBuilder.tail(p, i)),
       policyHeader: fixed && policyHeader(fixed),
@@ -324,7 +316,7 @@ export class RateLimitGuard implements CanActivate {
       route: newRouteMemo(),
       routeLabel: undefined,
       keyHead: '',
-      features,
+      features: routeFeatures(templates, this.options.shadow),
     };
   }
 }

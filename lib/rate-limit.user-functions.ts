@@ -80,6 +80,11 @@ export class UserFunctionBounds implements FunctionBound {
   private readonly deadlines: Deadlines;
   /** The answer for a call one of whose functions expired; calls without expiries are absent. */
   private readonly expired = new WeakMap<ExecutionContext, StoreErrorPolicy>();
+  /**
+   * Calls in `expired` not yet asked about: while 0, no call needs looking up. A call that failed
+   * after an expiry is never asked about; the lookups it leaves are only slower, never wrong.
+   */
+  private undecided = 0;
   private readonly reports = new Map<string, Report>();
   private readonly timeoutMs: number;
   private readonly onStoreError: StoreErrorPolicy | StoreErrorHandler;
@@ -120,8 +125,12 @@ export class UserFunctionBounds implements FunctionBound {
    * says, as if the store had failed.
    */
   storeFor(context: ExecutionContext, store: RateLimitStore): RateLimitStore {
+    if (this.undecided === 0) return store;
     const answer = this.expired.get(context);
-    return answer === undefined ? store : this.degraded[answer];
+    if (answer === undefined) return store;
+    this.expired.delete(context);
+    this.undecided--;
+    return this.degraded[answer];
   }
 
   private expire(fn: UserFunction, context: ExecutionContext, where: string): void {
@@ -130,6 +139,7 @@ export class UserFunctionBounds implements FunctionBound {
     if (answer === undefined) {
       answer = this.choose(error);
       this.expired.set(context, answer);
+      this.undecided++;
     }
     this.report(error, answer);
   }
