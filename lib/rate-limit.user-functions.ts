@@ -135,21 +135,21 @@ export class UserFunctionBounds implements FunctionBound {
 
   private expire(fn: UserFunction, context: ExecutionContext, where: string): void {
     let answer = this.expired.get(context);
-    const error = new UserFunctionTimeoutError(fn, where, this.timeoutMs);
     if (answer === undefined) {
-      answer = this.choose(error);
+      answer = this.choose(fn, where);
       this.expired.set(context, answer);
       this.undecided++;
     }
-    this.report(error, answer);
+    this.report(fn, where, answer);
   }
 
   /** Asks `onStoreError`, if a function; one that throws or answers nonsense gets `'memory'`. */
-  private choose(error: UserFunctionTimeoutError): StoreErrorPolicy {
+  private choose(fn: UserFunction, where: string): StoreErrorPolicy {
     const handler = this.onStoreError;
     if (typeof handler !== 'function') return handler;
     try {
-      const chosen = handler(error);
+      // Made only for a handler: a flood of expiries builds no stack traces otherwise.
+      const chosen = handler(new UserFunctionTimeoutError(fn, where, this.timeoutMs));
       if (chosen === 'memory' || chosen === 'allow' || chosen === 'deny') return chosen;
     } catch {
       // The store's own failures report a handler that throws; here it just means 'memory'.
@@ -157,19 +157,19 @@ export class UserFunctionBounds implements FunctionBound {
     return 'memory';
   }
 
-  private report(error: UserFunctionTimeoutError, answer: StoreErrorPolicy): void {
-    const key = `${error.where}\u0000${error.fn}`;
+  private report(fn: UserFunction, where: string, answer: StoreErrorPolicy): void {
+    const key = `${where}\u0000${fn}`;
     const now = performance.now();
     const last = this.reports.get(key);
     if (last !== undefined && now - last.at < REPORT_EVERY_MS) {
       last.since++;
       return;
     }
-    const again = last === undefined ? '' : ` (${last.since + 1} times since last said)`;
-    const standIn = answer === 'memory' ? `, ${STAND_INS[error.fn]}` : '';
+    const again = last === undefined ? '' : ` (${last.since + 1} times since the last warning)`;
+    const standIn = answer === 'memory' ? `, ${STAND_INS[fn]}` : '';
     this.reports.set(key, { at: now, since: 0 });
     this.logger.warn(
-      `${error.fn} did not settle within ${error.timeoutMs}ms for ${error.where}${again}; ${ANSWERS[answer]}${standIn}, as onStoreError says`,
+      `${fn} did not settle within ${this.timeoutMs}ms for ${where}${again}; ${ANSWERS[answer]}${standIn}, as onStoreError says`,
     );
   }
 }
