@@ -27,6 +27,7 @@ export {
   RateLimitConfigError,
   type Duration,
   type Dynamic,
+  type DynamicResult,
   type RateLimitPolicy,
   type ResolvedPolicy,
 } from './rate-limit.policy.js';
@@ -43,6 +44,7 @@ export {
 } from './stores/store.interface.js';
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';
+export { UserFunctionTimeoutError, type UserFunction } from './rate-limit.user-functions.js';
 export {
   type MemoryPolicy,
   RedisStore,

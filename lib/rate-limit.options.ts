@@ -66,6 +66,18 @@ export interface RateLimitModuleOptions {
    */
   timeout?: number;
   /**
+   * Longest wait, in ms, for a promise that one of your functions returns: `getTracker`, a
+   * policy's `tracker`, a dynamic `threshold`, `period` or `cost`. Past it, the value counts as
+   * missing and the request is answered as `onStoreError` says. A function that returns a plain
+   * value is not timed. Default 1000.
+   *
+   * @example
+   * ```ts
+   * RateLimitModule.forRoot({ functionTimeout: 250 });
+   * ```
+   */
+  functionTimeout?: number;
+  /**
    * What answers while the store fails or is too slow: `'memory'` keeps limiting per instance in
    * memory, `'allow'` lets every request through, `'deny'` answers 503 with `Retry-After`.
    * A function is told each error and returns one of those (see {@link StoreErrorHandler}).
@@ -159,6 +171,7 @@ export interface ResolvedRateLimitOptions {
   readonly errorMessage: string;
   readonly ipv6Subnet: number;
   readonly timeout: number;
+  readonly functionTimeout: number;
   readonly onStoreError: StoreErrorPolicy | StoreErrorHandler;
   readonly maxMemoryBytes: number;
   readonly maxMemoryKeys: number | undefined;
@@ -171,6 +184,7 @@ export interface ResolvedRateLimitOptions {
 
 export const DEFAULT_KEY_PREFIX = 'rate-limit';
 export const DEFAULT_TIMEOUT_MS = 100;
+export const DEFAULT_FUNCTION_TIMEOUT_MS = 1000;
 export const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
 
@@ -202,15 +216,12 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
   if (raw.clock !== undefined && typeof raw.clock !== 'function') {
     throw configError(where, 'clock', raw.clock, 'a function returning milliseconds');
   }
-  const timeout = raw.timeout ?? DEFAULT_TIMEOUT_MS;
-  if (
-    typeof timeout !== 'number' ||
-    !Number.isInteger(timeout) ||
-    timeout < 1 ||
-    timeout > 60_000
-  ) {
-    throw configError(where, 'timeout', timeout, 'a whole number of ms from 1 to 60000');
-  }
+  const timeout = checkTimeout(raw.timeout ?? DEFAULT_TIMEOUT_MS, 'timeout', where);
+  const functionTimeout = checkTimeout(
+    raw.functionTimeout ?? DEFAULT_FUNCTION_TIMEOUT_MS,
+    'functionTimeout',
+    where,
+  );
   const onStoreError = raw.onStoreError ?? 'memory';
   if (typeof onStoreError !== 'function' && !STORE_ERROR_POLICIES.includes(onStoreError)) {
     throw configError(
@@ -248,6 +259,7 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     errorMessage,
     ipv6Subnet,
     timeout,
+    functionTimeout,
     onStoreError,
     maxMemoryBytes,
     maxMemoryKeys,
@@ -261,4 +273,11 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
 
 function isWholeIn(value: unknown, min: number, max: number): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max;
+}
+
+function checkTimeout(value: unknown, field: string, where: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 60_000) {
+    throw configError(where, field, value, 'a whole number of ms from 1 to 60000');
+  }
+  return value;
 }

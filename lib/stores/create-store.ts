@@ -17,6 +17,8 @@ export interface StoreHandle {
   readonly store: RateLimitStore;
   readonly owned: boolean;
   readonly kind: 'redis' | 'memory' | 'custom';
+  /** The instance's memory store: what decides under `onStoreError: 'memory'`. */
+  readonly memory: RateLimitStore;
   /** Resolves once a client the module created is connected, or after its connect timeout. */
   readonly ready: () => Promise<void>;
 }
@@ -48,12 +50,13 @@ export function createStore(
   logger: BootstrapLogger,
 ): StoreHandle {
   const { store, redis, clock } = raw;
+  let made: MemoryStore | undefined;
   const memory = () =>
-    new MemoryStore({
+    (made ??= new MemoryStore({
       clock,
       maxBytes: options.maxMemoryBytes,
       maxKeys: options.maxMemoryKeys,
-    });
+    }));
   const resilient = (primary: RateLimitStore, ownsPrimary: boolean) => {
     const guarded = new ResilientStore(primary, {
       timeoutMs: options.timeout,
@@ -76,18 +79,26 @@ export function createStore(
     }
     // A memory store cannot fail or stall, so there is nothing to guard it against.
     if (store instanceof MemoryStore)
-      return { store, owned: false, kind: 'custom', ready: nothingToAwait };
+      return { store, owned: false, kind: 'custom', memory: store, ready: nothingToAwait };
     if (store instanceof RedisStore) {
       // Handed over ready-made, it gets what the module gives the Redis stores it builds.
       store.answerWithinByDefault(options.timeout);
       warnIfNeverOpened(store, logger);
       const ready = () => connected(store, logger);
-      return { store: resilient(store, false), owned: true, kind: 'redis', ready };
+      const guarded = resilient(store, false);
+      return { store: guarded, owned: true, kind: 'redis', memory: memory(), ready };
     }
-    return { store: resilient(store, false), owned: true, kind: 'custom', ready: nothingToAwait };
+    const guarded = resilient(store, false);
+    return { store: guarded, owned: true, kind: 'custom', memory: memory(), ready: nothingToAwait };
   }
   if (redis === undefined)
-    return { store: memory(), owned: true, kind: 'memory', ready: nothingToAwait };
+    return {
+      store: memory(),
+      owned: true,
+      kind: 'memory',
+      memory: memory(),
+      ready: nothingToAwait,
+    };
   if (scriptClientFor(redis) !== undefined) {
     const primary = new RedisStore({
       client: redis as RedisClient,
@@ -99,6 +110,7 @@ export function createStore(
       store: resilient(primary, false),
       owned: true,
       kind: 'redis',
+      memory: memory(),
       ready: () => connected(primary, logger),
     };
   }
@@ -126,6 +138,7 @@ export function createStore(
     store: resilient(primary, true),
     owned: true,
     kind: 'redis',
+    memory: memory(),
     ready: () => connected(primary, logger),
   };
 }

@@ -31,12 +31,16 @@ export class Deadlines {
   private timer: NodeJS.Timeout | undefined;
   readonly tickMs: number;
 
-  constructor(readonly timeoutMs: number) {
+  /** `expired` makes what an overdue call rejects with; a `StoreTimeoutError` unless told. */
+  constructor(
+    readonly timeoutMs: number,
+    private readonly expired: () => Error = () => new StoreTimeoutError(timeoutMs),
+  ) {
     this.tickMs = Math.max(2, Math.min(25, Math.ceil(timeoutMs / 4)));
   }
 
   /**
-   * Resolves like `promise`, or rejects with a `StoreTimeoutError` once the deadline passes.
+   * Resolves like `promise`, or rejects with the expiry error once the deadline passes.
    * `onLate` is told the value of a promise that resolves after that rejection: the store did
    * what was asked, although the caller was answered without it.
    */
@@ -99,7 +103,7 @@ export class Deadlines {
     for (const pending of overdue) {
       if (pending.settled) continue;
       pending.settled = true;
-      pending.reject(new StoreTimeoutError(this.timeoutMs));
+      pending.reject(this.expired());
     }
   }
 
