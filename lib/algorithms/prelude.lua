@@ -53,7 +53,8 @@ end
 -- key has not expired yet, is deleted, leaving no set at all. Each entry is read once, when it
 -- leaves, so trimming costs a decision no more than the entries it drops.
 local function zset_open(key, upto, now)
-  -- One read: the total (scored below any time) and the entries that have left.
+  -- One read: the total (scored below 0, below any time) and the entries that have left.
+  upto = math.max(upto, 0)
   local expired = redis.pcall('ZRANGEBYSCORE', key, '-inf', upto, 'WITHSCORES')
   if expired.err then
     local lock = lock_of(key)
