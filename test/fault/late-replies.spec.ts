@@ -16,6 +16,7 @@ import {
 import { CLIENT_KINDS, openClient } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { unitsIn } from '../support/weighted-sets.js';
 import { sleep } from './traffic.js';
 
 const DELAY_MS = 60;
@@ -83,12 +84,12 @@ describe.each(CLIENT_KINDS)(`late replies, ${DELAY_MS} ms each way (%s)`, (kind)
       // Let the last late replies, and whatever they cause, reach Redis.
       await sleep(4 * DELAY_MS + 500);
 
-      // Every key the decisions wrote: each holds one member per request it still counts (a
-      // sliding log's entry, a lease).
+      // Every key the decisions wrote, and the units each still counts (a sliding log's requests,
+      // the leases held).
       const keys = await redis.shared.keys(`${prefix}:{victim}*`);
       const fromRedis = decisions.filter((d) => d.degraded === undefined).length;
       for (const key of keys) {
-        const counted = await redis.shared.zcard(key);
+        const counted = await unitsIn(redis.shared, key);
         const excess = counted - fromRedis;
         console.log(
           `${kind}, ${what}: ${decisions.length} decisions in ${RUN_MS} ms, ${fromRedis} answered ` +

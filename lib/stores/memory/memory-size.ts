@@ -1,4 +1,5 @@
 import { getHeapStatistics } from 'node:v8';
+import { Leases } from '../../algorithms/concurrency.js';
 import { ArrivalLog } from '../../algorithms/sliding-window.js';
 
 /*
@@ -18,14 +19,14 @@ export const KEY_OVERHEAD_BYTES = 200;
 export const NUMBER_STATE_BYTES = 16;
 /** A window count, a token bucket, two windows, or a lock-out: a small object of numbers. */
 export const OBJECT_STATE_BYTES = 72;
-/** The sliding log's object and array, with the spare room an array keeps as it grows. */
-export const LOG_STATE_BYTES = 220;
-/** Each arrival in the log: a double, plus the half again an array reserves as it grows. */
-export const LOG_ENTRY_BYTES = 12;
-/** The concurrency leases' Map, before any lease. */
-export const LEASES_STATE_BYTES = 160;
-/** Each lease: its slot in that Map (room for twice as many), and its id and expiry as doubles. */
-export const LEASE_BYTES = 72;
+/** The sliding log's object and its three arrays, with the spare room arrays keep as they grow. */
+export const LOG_STATE_BYTES = 600;
+/** Each entry in the log: its time, units and mark, plus the half again arrays reserve. */
+export const LOG_ENTRY_BYTES = 32;
+/** The concurrency leases' object and Map, before any lease. */
+export const LEASES_STATE_BYTES = 240;
+/** Each lease: its slot in that Map (room for twice as many), its name and its expiry. */
+export const LEASE_BYTES = 88;
 
 /**
  * Bytes a key and its state take on the heap, by estimate. A state shrunk in place (a log
@@ -39,7 +40,7 @@ export function entryBytes(key: string, state: unknown): number {
 function stateBytes(state: unknown): number {
   if (typeof state === 'number') return NUMBER_STATE_BYTES;
   if (state instanceof ArrivalLog) return LOG_STATE_BYTES + LOG_ENTRY_BYTES * state.times.length;
-  if (state instanceof Map) return LEASES_STATE_BYTES + LEASE_BYTES * state.size;
+  if (state instanceof Leases) return LEASES_STATE_BYTES + LEASE_BYTES * state.expiries.size;
   return OBJECT_STATE_BYTES;
 }
 
