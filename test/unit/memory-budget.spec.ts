@@ -18,13 +18,25 @@ function policyOf(algorithm: Algorithm, threshold = 1000) {
   return resolvePolicy({ algorithm, period: '1h', threshold }, 'budget');
 }
 
-/** Writes `keys` distinct keys, each with `requests` requests, and says how many the store kept. */
-function fill(store: MemoryStore, algorithm: Algorithm, keys: number, requests: number): number {
+/**
+ * Writes `keys` distinct keys, each with `requests` requests a microsecond apart (requests of one
+ * microsecond share a log entry), and says how many the store kept.
+ */
+function fill(
+  store: MemoryStore,
+  clock: TestClock,
+  algorithm: Algorithm,
+  keys: number,
+  requests: number,
+): number {
   const policies = [policyOf(algorithm)];
   const costs = [1];
   // The memory store decides synchronously; only the answers are promises, unneeded here.
   for (let i = 0; i < keys; i++) {
-    for (let r = 0; r < requests; r++) void store.consume([`${algorithm}:${i}`], policies, costs);
+    for (let r = 0; r < requests; r++) {
+      clock.advance(0.001);
+      void store.consume([`${algorithm}:${i}`], policies, costs);
+    }
   }
   return store.size;
 }
@@ -57,8 +69,9 @@ describe('memory store byte budget', () => {
       ['sliding-window', 1, 20_000],
       ['sliding-window', 100, 3000],
     ] as const) {
-      const store = new MemoryStore({ clock: new TestClock().now, maxBytes: 2 * MB });
-      kept.set(`${algorithm} ${requests}`, fill(store, algorithm, keys, requests));
+      const clock = new TestClock();
+      const store = new MemoryStore({ clock: clock.now, maxBytes: 2 * MB });
+      kept.set(`${algorithm} ${requests}`, fill(store, clock, algorithm, keys, requests));
       expect(store.estimatedBytes).toBeLessThanOrEqual(2 * MB);
     }
     // Counters keep the same small state however many requests they counted.
@@ -97,8 +110,9 @@ describe('memory store byte budget', () => {
   });
 
   it('bounds keys by maxKeys as well, when both are given', () => {
-    const store = new MemoryStore({ clock: new TestClock().now, maxBytes: 64 * MB, maxKeys: 1000 });
-    expect(fill(store, 'fixed-window', 5000, 1)).toBe(1000);
+    const clock = new TestClock();
+    const store = new MemoryStore({ clock: clock.now, maxBytes: 64 * MB, maxKeys: 1000 });
+    expect(fill(store, clock, 'fixed-window', 5000, 1)).toBe(1000);
   });
 
   it('defaults to a quarter of the heap limit, and refuses a budget past it', () => {
