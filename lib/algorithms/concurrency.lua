@@ -19,17 +19,17 @@ end
 
 function ALGORITHMS.cc.check(key, now, p)
   -- Expired leases first: a lease counts until its score.
-  local lock, count = zset_open(key, now, now)
+  local lock, count, weighted = zset_open(key, now, now)
   if lock then
     return 0, lock - now, 0, nil, lock
   end
   if p.cost > p.limit then
-    return 0, -1, count
+    return 0, -1, count, weighted
   end
   if count + p.cost <= p.limit then
-    return 1, 0, count
+    return 1, 0, count, weighted
   end
-  return 0, CC_RETRY_US, count
+  return 0, CC_RETRY_US, count, weighted
 end
 
 function ALGORITHMS.cc.after(_, p, count)
@@ -64,9 +64,11 @@ lease_id = function(keys, policies, now)
   return any and id or nil
 end
 
-function ALGORITHMS.cc.commit(key, now, p, slack, count, _, lease)
-  if p.cost > 0 then
+function ALGORITHMS.cc.commit(key, now, p, slack, count, weighted, lease)
+  if weighted or p.cost > 1 then
     redis.call('ZADD', key, now + p.period, cc_member(lease, p.cost), -(count + p.cost), TOTAL)
+  elseif p.cost == 1 then
+    redis.call('ZADD', key, now + p.period, cc_member(lease, 1))
   end
   -- Every lease expires a period after it was taken or renewed at the latest, and so does the key.
   redis.call('PEXPIRE', key, ms(p.period) + slack)
@@ -74,11 +76,11 @@ function ALGORITHMS.cc.commit(key, now, p, slack, count, _, lease)
 end
 
 function ALGORITHMS.cc.release(key, now, p, lease)
-  local lock, total = zset_open(key, now, now)
+  local lock, total, weighted = zset_open(key, now, now)
   if lock or total == 0 or p.cost == 0 then
     return
   end
-  if redis.call('ZREM', key, cc_member(lease, p.cost)) == 1 then
+  if redis.call('ZREM', key, cc_member(lease, p.cost)) == 1 and weighted then
     set_total(key, total - p.cost)
   end
 end
@@ -105,8 +107,13 @@ end
 -- given back in part keeps the rest under a name of its own ("<id>:<cost>:<left>"), which its
 -- holder no longer frees or renews: it lets go when it expires.
 function ALGORITHMS.cc.refund(key, now, p)
-  local lock, total = zset_open(key, now, now)
+  local lock, total, weighted = zset_open(key, now, now)
   if lock then
+    return
+  end
+  if not weighted then
+    -- One unit per lease.
+    redis.call('ZPOPMAX', key, p.cost)
     return
   end
   local left = p.cost

@@ -4,7 +4,8 @@
 -- carries one: "7" after seven requests of cost 1, then "1000007:1000000" after one of a million.
 -- Marks rise with arrival, so the entry whose leaving lets a request fit is found by bisection.
 -- Exact: no span of one period ever holds more than `limit`. A decision's work is O(log² N) for N
--- entries, whatever its cost; memory is one entry per decision in the window.
+-- entries, whatever its cost; memory is one entry per decision in the window. In a plain set (see
+-- zset_open) marks are consecutive, so ranks count units and no bisection is needed.
 
 ALGORITHMS.sw = {}
 
@@ -40,24 +41,32 @@ end
 
 function ALGORITHMS.sw.check(key, now, p)
   -- Trim before counting: only arrivals in (now - period, now] are in the window.
-  local lock, count = zset_open(key, now - p.period, now)
+  local lock, count, weighted = zset_open(key, now - p.period, now)
   if lock then
     return 0, lock - now, 0, nil, lock
   end
   if p.cost > p.limit then
-    return 0, -1, count
+    return 0, -1, count, weighted
   end
   if count + p.cost <= p.limit then
-    return 1, 0, count
+    return 1, 0, count, weighted
   end
-  return 0, sw_blocker(key, p.limit - p.cost) + p.period - now, count
+  local blocker
+  if weighted then
+    blocker = sw_blocker(key, p.limit - p.cost)
+  else
+    -- One unit per entry: the request fits once the (count + cost - limit) oldest have left.
+    local index = count + p.cost - p.limit - 1
+    blocker = tonumber(redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2])
+  end
+  return 0, blocker + p.period - now, count, weighted
 end
 
 function ALGORITHMS.sw.after(_, p, count)
   return p.limit - count - p.cost, ms(p.period)
 end
 
-function ALGORITHMS.sw.commit(key, now, p, slack, count)
+function ALGORITHMS.sw.commit(key, now, p, slack, count, weighted)
   local at = now
   if p.cost > 0 then
     local mark, units = p.cost, p.cost
@@ -71,7 +80,11 @@ function ALGORITHMS.sw.commit(key, now, p, slack, count)
         redis.call('ZREM', key, newest[1])
       end
     end
-    redis.call('ZADD', key, at, sw_member(mark, units), -(count + p.cost), TOTAL)
+    if weighted or units > 1 then
+      redis.call('ZADD', key, at, sw_member(mark, units), -(count + p.cost), TOTAL)
+    else
+      redis.call('ZADD', key, at, sw_member(mark, units))
+    end
   end
   -- The newest entry leaves the window after one period, and so does the key.
   redis.call('PEXPIRE', key, ms(at + p.period - now) + slack)
@@ -97,7 +110,7 @@ end
 -- Forgets the `cost` most recent units, or those of the requests that arrived at `at`. The key's
 -- TTL still covers what is left.
 function ALGORITHMS.sw.refund(key, now, p, _, at)
-  local lock, total = zset_open(key, now - p.period, now)
+  local lock, total, weighted = zset_open(key, now - p.period, now)
   if lock or total == 0 then
     return
   end
@@ -108,6 +121,14 @@ function ALGORITHMS.sw.refund(key, now, p, _, at)
     end
     local newest = redis.call('ZRANGE', key, -1, -1)[1] == found[1]
     total = total - sw_take(key, found[1], at, p.cost, newest)
+    -- An entry gone from the middle leaves a gap in the marks, which ranks would not count.
+    if not weighted and newest then
+      return
+    end
+  elseif not weighted then
+    -- The newest units are the last entries: the marks left stay consecutive.
+    redis.call('ZPOPMAX', key, p.cost)
+    return
   else
     local left = p.cost
     -- Each turn but the last removes an entry: no more turns than entries ever recorded.

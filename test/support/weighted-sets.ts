@@ -1,7 +1,7 @@
 /**
  * Reads what the sliding log and the concurrency leases keep in Redis: one sorted-set member per
- * decision or lease, weighted (`<mark or id>:<units>`, one unit without a colon), and the member
- * `total`, scored minus the units the set holds.
+ * decision or lease, weighted (`<mark or id>:<units>`, one unit without a colon), and, once a
+ * member carries more than one unit, the member `total`, scored minus the units the set holds.
  */
 import { type Cluster, type Redis } from 'ioredis';
 
@@ -11,10 +11,13 @@ export interface WeightedEntry {
   units: number;
 }
 
-/** The units a key holds, as its `total` member says; 0 for no key. */
+/**
+ * The units a key holds, as its `total` member says, or one per member in a plain set (no
+ * `total`: every member carries one unit); 0 for no key.
+ */
 export async function unitsIn(client: Redis | Cluster, key: string): Promise<number> {
   const score = await client.zscore(key, 'total');
-  return score === null ? 0 : -Number(score);
+  return score === null ? client.zcard(key) : -Number(score);
 }
 
 /** The key's entries, oldest (or soonest to expire) first, without the `total` member. */
