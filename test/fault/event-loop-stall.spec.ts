@@ -10,6 +10,7 @@ import { Test } from '@nestjs/testing';
 import { RateLimitModule, type RateLimitPolicy, RateLimitService } from '../../lib/index.js';
 import { CLIENT_KINDS } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { unitsIn } from '../support/weighted-sets.js';
 
 const IN_FLIGHT = 256;
 const STALL_MS = 200;
@@ -71,7 +72,7 @@ describe.each(CLIENT_KINDS)('a stall of this process is not a slow Redis (%s)', 
 
     const degraded = decisions.filter((d) => d.degraded !== undefined).length;
     const [key] = await redis.shared.keys(`${prefix}:{burst}*`);
-    const counted = key === undefined ? 0 : await redis.shared.zcard(key);
+    const counted = key === undefined ? 0 : await unitsIn(redis.shared, key);
     console.log(
       `${kind}: ${IN_FLIGHT - answeredBeforeStall} of ${IN_FLIGHT} in flight when the stall began; ` +
         `${degraded} answered by the fallback; ${counted} counted in Redis`,
