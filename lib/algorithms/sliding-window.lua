@@ -13,11 +13,45 @@ local function sw_mark(member)
   return tonumber(string.match(member, '^%d+'))
 end
 
-local function sw_member(mark, units)
-  if units == 1 then
-    return string.format('%d', mark)
+-- An entry's name: its mark, then its units, which a plain log leaves out (all are one). Every
+-- entry written to a weighted log carries them, so its newest entry tells its layout.
+local function sw_member(mark, units, weighted)
+  if weighted then
+    return string.format('%d:%d', mark, units)
   end
-  return string.format('%d:%d', mark, units)
+  return string.format('%d', mark)
+end
+
+-- Opens the log: the end of a lock-out in force, if any, the units in the window, then the newest
+-- entry of a plain log ({ name, score }; nil when empty) or true for a weighted one. A plain log is
+-- read once, at its newest entry, which the commit then needs, and trimmed blind.
+local function sw_open(key, upto, now)
+  local newest = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if newest.err or (newest[1] and string.find(newest[1], ':', 1, true)) then
+    local lock, total = zset_open(key, upto, now)
+    return lock, total, total > 0 or nil
+  end
+  if not newest[1] then
+    return nil, 0, nil
+  end
+  if tonumber(newest[2]) <= upto then
+    redis.call('DEL', key)
+    return nil, 0, nil
+  end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', upto)
+  return nil, redis.call('ZCARD', key), newest
+end
+
+-- After a refund from a weighted log: records its units, and names its newest entry as a weighted
+-- one, which an entry from its plain days is not.
+local function sw_weigh(key, total)
+  if set_total(key, total) > 0 then
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    if not string.find(newest[1], ':', 1, true) then
+      redis.call('ZREM', key, newest[1])
+      redis.call('ZADD', key, newest[2], newest[1] .. ':1')
+    end
+  end
 end
 
 -- The arrival time of the oldest entry whose leaving leaves at most `room` units: those recorded
@@ -41,37 +75,40 @@ end
 
 function ALGORITHMS.sw.check(key, now, p)
   -- Trim before counting: only arrivals in (now - period, now] are in the window.
-  local lock, count, weighted = zset_open(key, now - p.period, now)
+  local lock, count, newest = sw_open(key, now - p.period, now)
   if lock then
     return 0, lock - now, 0, nil, lock
   end
   if p.cost > p.limit then
-    return 0, -1, count, weighted
+    return 0, -1, count, newest
   end
   if count + p.cost <= p.limit then
-    return 1, 0, count, weighted
+    return 1, 0, count, newest
   end
   local blocker
-  if weighted then
+  if newest == true then
     blocker = sw_blocker(key, p.limit - p.cost)
   else
     -- One unit per entry: the request fits once the (count + cost - limit) oldest have left.
     local index = count + p.cost - p.limit - 1
     blocker = tonumber(redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2])
   end
-  return 0, blocker + p.period - now, count, weighted
+  return 0, blocker + p.period - now, count, newest
 end
 
 function ALGORITHMS.sw.after(_, p, count)
   return p.limit - count - p.cost, ms(p.period)
 end
 
-function ALGORITHMS.sw.commit(key, now, p, slack, count, weighted)
+-- `newest` is what the check found: true for a weighted log, else the newest entry of a plain one.
+function ALGORITHMS.sw.commit(key, now, p, slack, count, newest)
   local at = now
   if p.cost > 0 then
-    local mark, units = p.cost, p.cost
+    local mark, units, weighted = p.cost, p.cost, newest == true
     if count > 0 then
-      local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+      if weighted then
+        newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+      end
       mark = sw_mark(newest[1]) + p.cost
       -- A request in the newest entry's microsecond joins it, so arrival times stay unique and
       -- in order; so does one after the clock stepped back, which then leaves a little later.
@@ -81,9 +118,9 @@ function ALGORITHMS.sw.commit(key, now, p, slack, count, weighted)
       end
     end
     if weighted or units > 1 then
-      redis.call('ZADD', key, at, sw_member(mark, units), -(count + p.cost), TOTAL)
+      redis.call('ZADD', key, at, sw_member(mark, units, true), -(count + p.cost), TOTAL)
     else
-      redis.call('ZADD', key, at, sw_member(mark, units))
+      redis.call('ZADD', key, at, sw_member(mark, 1, false))
     end
   end
   -- The newest entry leaves the window after one period, and so does the key.
@@ -103,14 +140,15 @@ local function sw_take(key, member, at, wanted, newest)
   if newest then
     mark = mark - wanted
   end
-  redis.call('ZADD', key, at, sw_member(mark, units - wanted))
+  redis.call('ZADD', key, at, sw_member(mark, units - wanted, true))
   return wanted
 end
 
 -- Forgets the `cost` most recent units, or those of the requests that arrived at `at`. The key's
 -- TTL still covers what is left.
 function ALGORITHMS.sw.refund(key, now, p, _, at)
-  local lock, total, weighted = zset_open(key, now - p.period, now)
+  local lock, total, newest = sw_open(key, now - p.period, now)
+  local weighted = newest == true
   if lock or total == 0 then
     return
   end
@@ -119,10 +157,10 @@ function ALGORITHMS.sw.refund(key, now, p, _, at)
     if #found == 0 then
       return
     end
-    local newest = redis.call('ZRANGE', key, -1, -1)[1] == found[1]
-    total = total - sw_take(key, found[1], at, p.cost, newest)
+    local last = redis.call('ZRANGE', key, -1, -1)[1] == found[1]
+    total = total - sw_take(key, found[1], at, p.cost, last)
     -- An entry gone from the middle leaves a gap in the marks, which ranks would not count.
-    if not weighted and newest then
+    if not weighted and last then
       return
     end
   elseif not weighted then
@@ -138,7 +176,7 @@ function ALGORITHMS.sw.refund(key, now, p, _, at)
       left, total = left - taken, total - taken
     end
   end
-  set_total(key, total)
+  sw_weigh(key, total)
 end
 
 function ALGORITHMS.sw.status(key, now, p, count)
