@@ -27,6 +27,7 @@ export {
   RateLimitConfigError,
   type Duration,
   type Dynamic,
+  type DynamicResult,
   type RateLimitPolicy,
   type ResolvedPolicy,
 } from './rate-limit.policy.js';
@@ -43,7 +44,12 @@ export {
 } from './stores/store.interface.js';
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';
-export { RedisStore, type RedisStoreOptions } from './stores/redis/redis.store.js';
+export { UserFunctionTimeoutError, type UserFunction } from './rate-limit.user-functions.js';
+export {
+  type MemoryPolicy,
+  RedisStore,
+  type RedisStoreOptions,
+} from './stores/redis/redis.store.js';
 export { type RedisClient, StoreNotConnectedError } from './stores/redis/script-client.js';
 export { StoreLateError } from './stores/redis/answer-deadline.js';
 export {

@@ -8,3 +8,5 @@ export const RATE_LIMIT_OPTIONS = Symbol('RATE_LIMIT_OPTIONS');
 export const RATE_LIMIT_RAW_OPTIONS = Symbol('RATE_LIMIT_RAW_OPTIONS');
 /** The store plus whether the module created it (and so must close it). */
 export const RATE_LIMIT_STORE_HANDLE = Symbol('RATE_LIMIT_STORE_HANDLE');
+/** The instance's memory store, which decides under `onStoreError: 'memory'`. */
+export const RATE_LIMIT_MEMORY_STORE = Symbol('RATE_LIMIT_MEMORY_STORE');

@@ -1,9 +1,10 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
 import { type HeldLease, type LeaseKeeper } from './flow/lease-keeper.js';
 import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
-import { type CountMode, type PolicyTemplate } from './rate-limit.plan.js';
+import { type CountMode, isPromise, type PolicyTemplate } from './rate-limit.plan.js';
 import { watchOutcome } from './rate-limit.outcomes.js';
 import { type ResolvedPolicy } from './rate-limit.policy.js';
+import { EXPIRED, type FunctionBound } from './rate-limit.user-functions.js';
 import { combineDecisions } from './stores/decision.js';
 import {
   invoke,
@@ -75,8 +76,10 @@ export type Enforce = (
 const POLICY_TRACKER_MARK = '~';
 
 /**
- * The keys of a route whose policies have trackers of their own. `head` is the route's head, for
- * the module's tracker; with `routeTag`, keys read `<prefix>:{<route>}|<tracker>:<i>:<id>`.
+ * The keys of a route whose policies have trackers of their own. `moduleTracker` gives the
+ * module's tracker as a key part, already encoded; with `routeTag`, keys read
+ * `<prefix>:{<route>}|<tracker>:<i>:<id>`. A policy tracker's promise is awaited through `bound`;
+ * one that does not settle in time counts as returning nothing: the module's tracker then.
  */
 export async function featureKeys(
   features: RouteFeatures,
@@ -85,28 +88,36 @@ export async function featureKeys(
   route: string,
   moduleTracker: () => string | Promise<string>,
   policies: readonly ResolvedPolicy[],
-  place: string,
+  where: string,
+  bound: FunctionBound,
 ): Promise<string[]> {
   const out = new Array<string>(policies.length);
   let fallback: string | undefined;
   for (let i = 0; i < policies.length; i++) {
     const own = features.trackers[i];
-    let value = own === undefined ? undefined : policyTracker(await own(context), place);
-    value ??= fallback ??= await moduleTracker();
+    let part: string | undefined;
+    if (own !== undefined) {
+      let value: unknown = own(context);
+      if (isPromise(value)) value = await bound.settle(value, 'tracker', context, where);
+      part = policyTracker(value === EXPIRED ? undefined : value, where);
+    }
+    part ??= fallback ??= await moduleTracker();
     out[i] = features.routeTag
-      ? `${keys.routeTagHead(route)}${encodeKeyPart(value)}${KeyBuilder.tagTail(policies[i], i)}`
-      : `${keys.routeHead(route)}${encodeKeyPart(value)}${KeyBuilder.tail(policies[i], i)}`;
+      ? `${keys.routeTagHead(route)}${part}${KeyBuilder.tagTail(policies[i], i)}`
+      : `${keys.routeHead(route)}${part}${KeyBuilder.tail(policies[i], i)}`;
   }
   return out;
 }
 
-/** A policy tracker's value, marked; undefined (the module's tracker then) when empty. */
-function policyTracker(value: unknown, place: string): string | undefined {
+/** A policy tracker's value, marked and encoded; undefined (the module's tracker then) when empty. */
+function policyTracker(value: unknown, where: string): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value === 'string') return POLICY_TRACKER_MARK + value;
-  if (typeof value === 'number' && Number.isFinite(value)) return POLICY_TRACKER_MARK + value;
+  if (typeof value === 'string') return encodeKeyPart(POLICY_TRACKER_MARK + value);
+  if (typeof value === 'number' && Number.isFinite(value)) {
+    return encodeKeyPart(POLICY_TRACKER_MARK + value);
+  }
   throw new TypeError(
-    `@RateLimit on ${place}: tracker must return a string (or nothing); it returned ${typeof value}`,
+    `${where}: tracker must return a string (or nothing); it returned ${typeof value}`,
   );
 }
 

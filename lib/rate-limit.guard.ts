@@ -10,8 +10,13 @@ import { Reflector } from '@nestjs/core';
 import { LeaseKeeper } from './flow/lease-keeper.js';
 import { type SlotWait, waitForSlot } from './flow/wait-for-slot.js';
 import { policyHeader } from './http/headers.js';
-import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
-import { RATE_LIMIT_OPTIONS, RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
+import { KeyBuilder } from './keys/key-builder.js';
+import {
+  RATE_LIMIT_MEMORY_STORE,
+  RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_POLICY,
+  RATE_LIMIT_SKIP,
+} from './rate-limit.constants.js';
 import { placeName } from './rate-limit.decorator.js';
 import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from './rate-limit.exception.js';
 import {
@@ -23,9 +28,11 @@ import {
   settleOnOutcome,
 } from './rate-limit.features.js';
 import { DecisionHooks } from './rate-limit.hooks.js';
+import { moduleTracker } from './rate-limit.module-tracker.js';
 import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
 import { type PolicyTemplate, resolveCost } from './rate-limit.plan.js';
 import { type ResolvedPolicy } from './rate-limit.policy.js';
+import { UserFunctionBounds } from './rate-limit.user-functions.js';
 import { type RateLimitDecision, RateLimitStore } from './stores/store.interface.js';
 import {
   newRouteMemo,
@@ -39,6 +46,8 @@ import {
 interface HandlerPlan {
   readonly templates: readonly PolicyTemplate[];
   readonly place: string;
+  /** `@RateLimit on <place>`, for errors and warnings. */
+  readonly where: string;
   /** Present when no policy value depends on the request: then nothing is resolved per request. */
   readonly policies: readonly ResolvedPolicy[] | undefined;
   readonly tails: readonly string[] | undefined;
@@ -72,15 +81,18 @@ export class RateLimitGuard implements CanActivate {
   private readonly keys: KeyBuilder;
   private readonly hooks: DecisionHooks;
   private readonly logger = new Logger('RateLimit');
+  private readonly bounds: UserFunctionBounds;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
     @Inject(RateLimitStore) private readonly store: RateLimitStore,
     private readonly reflector: Reflector,
     private readonly leases: LeaseKeeper,
+    @Inject(RATE_LIMIT_MEMORY_STORE) memory: RateLimitStore,
   ) {
     this.keys = new KeyBuilder(options.keyPrefix);
     this.hooks = new DecisionHooks(options);
+    this.bounds = new UserFunctionBounds(options, memory, this.logger);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -93,37 +105,36 @@ export class RateLimitGuard implements CanActivate {
       if (skip === true || (skip !== false && (await skip))) return true;
     }
 
+    const bounds = this.bounds;
     const policies =
-      plan.policies ?? (await Promise.all(plan.templates.map((t) => t.resolve(context))));
+      plan.policies ??
+      (await Promise.all(plan.templates.map((t) => t.resolve(context, bounds, plan.where))));
     const costs =
-      plan.costs ?? (await Promise.all(plan.templates.map((t) => resolveCost(t, context))));
+      plan.costs ??
+      (await Promise.all(plan.templates.map((t) => resolveCost(t, context, bounds, plan.where))));
     if (plan.features !== undefined) {
       return this.decideFeatures(context, transport, plan, plan.features, policies, costs);
     }
 
-    const tracker =
-      this.options.getTracker === undefined
-        ? transport.tracker(context, this.options.ipv6Subnet)
-        : checkTracker(await this.options.getTracker(context), plan.place);
-    const head = this.keyHead(plan, transport, context) + encodeKeyPart(tracker);
+    let tracker = this.tracker(context, transport, plan);
+    if (typeof tracker !== 'string') tracker = await tracker;
+    const head = this.keyHead(plan, transport, context) + tracker;
     const keys = new Array<string>(policies.length);
     for (let i = 0; i < keys.length; i++) {
       keys[i] = head + (plan.tails === undefined ? KeyBuilder.tail(policies[i], i) : plan.tails[i]);
     }
-    const decision = await this.store.consume(keys, policies, costs);
+    const decision = await this.storeFor(context).consume(keys, policies, costs);
     return this.answer(context, transport, plan, policies, decision);
   }
 
-  /** Who the call counts against, by the module's tracker. */
-  private async tracker(
-    context: ExecutionContext,
-    transport: Transport,
-    plan: HandlerPlan,
-  ): Promise<string> {
-    if (this.options.getTracker === undefined) {
-      return transport.tracker(context, this.options.ipv6Subnet);
-    }
-    return checkTracker(await this.options.getTracker(context), plan.place);
+  /** Who the call counts against, by the module's tracker, as a key part. */
+  private tracker(context: ExecutionContext, transport: Transport, plan: HandlerPlan) {
+    return moduleTracker(this.options, this.bounds, transport, context, plan.place, plan.where);
+  }
+
+  /** The module's store, or what answers for it when a function of the call did not settle. */
+  private storeFor(context: ExecutionContext): RateLimitStore {
+    return this.bounds.storeFor(context, this.store);
   }
 
   /** A route with own trackers, outcome counting or shadow policies; see `rate-limit.features`. */
@@ -144,12 +155,15 @@ export class RateLimitGuard implements CanActivate {
           route,
           () => this.tracker(context, transport, plan),
           policies,
-          plan.place,
+          plan.where,
+          this.bounds,
         )
       : await this.plainKeys(context, transport, plan, policies);
-    const enforce = features.maxWaitMs > 0 ? this.waiting(context, transport, features) : undefined;
+    const store = this.storeFor(context);
+    const enforce =
+      features.maxWaitMs > 0 ? this.waiting(context, transport, features, store) : undefined;
     const { decision, parts } = await decideWithShadow(
-      this.store,
+      store,
       features,
       keys,
       policies,
@@ -157,7 +171,7 @@ export class RateLimitGuard implements CanActivate {
       enforce,
     );
     if (features.anyCount || features.anyLease) {
-      settleOnOutcome(context, this.store, this.leases, features, parts, decision.allowed);
+      settleOnOutcome(context, store, this.leases, features, parts, decision.allowed);
     }
     if (decision.shadow === true) {
       this.logger.debug(`A shadow policy would have rejected a request to ${route}`);
@@ -176,14 +190,14 @@ export class RateLimitGuard implements CanActivate {
     context: ExecutionContext,
     transport: Transport,
     features: RouteFeatures,
+    store: RateLimitStore,
   ): Enforce {
     const wait: SlotWait = {
       maxWaitMs: features.maxWaitMs,
       onAbandon: (listener) => transport.abandoned?.(context, listener),
       abandoned: () => new HttpException(CLIENT_GONE_MESSAGE, CLIENT_CLOSED_REQUEST),
     };
-    return (keys, policies, costs) =>
-      waitForSlot(this.store, this.leases, keys, policies, costs, wait);
+    return (keys, policies, costs) => waitForSlot(store, this.leases, keys, policies, costs, wait);
   }
 
   private async plainKeys(
@@ -193,8 +207,7 @@ export class RateLimitGuard implements CanActivate {
     policies: readonly ResolvedPolicy[],
   ): Promise<string[]> {
     const head =
-      this.keyHead(plan, transport, context) +
-      encodeKeyPart(await this.tracker(context, transport, plan));
+      this.keyHead(plan, transport, context) + (await this.tracker(context, transport, plan));
     return policies.map((p, i) => head + KeyBuilder.tail(p, i));
   }
 
@@ -288,12 +301,14 @@ export class RateLimitGuard implements CanActivate {
     const costs = templates.every((t) => typeof t.cost === 'number')
       ? templates.map((t) => t.cost as number)
       : undefined;
+    const place = placeName(
+      (cls as { prototype: object }).prototype,
+      (handler as { name: string }).name,
+    );
     return {
       templates,
-      place: placeName(
-        (cls as { prototype: object }).prototype,
-        (handler as { name: string }).name,
-      ),
+      place,
+      where: `@RateLimit on ${place}`,
       policies: fixed,
       tails: fixed?.map((p, i) => KeyBuilder.tail(p, i)),
       policyHeader: fixed && policyHeader(fixed),
@@ -309,11 +324,3 @@ export class RateLimitGuard implements CanActivate {
 // nginx's status for a client that closed the connection before the answer; never seen by it.
 const CLIENT_CLOSED_REQUEST = 499;
 const CLIENT_GONE_MESSAGE = 'The client went away while waiting for a slot';
-
-function checkTracker(tracker: unknown, place: string): string {
-  if (typeof tracker === 'string' && tracker !== '') return tracker;
-  if (typeof tracker === 'number' && Number.isFinite(tracker)) return String(tracker);
-  throw new TypeError(
-    `RateLimitModule getTracker must return a non-empty string; it returned ${String(tracker)} for ${place}`,
-  );
-}

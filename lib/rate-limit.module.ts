@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import {
+  RATE_LIMIT_MEMORY_STORE,
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_RAW_OPTIONS,
   RATE_LIMIT_STORE_HANDLE,
@@ -46,6 +47,11 @@ const derivedProviders: Provider[] = [
     useFactory: (handle: StoreHandle) => handle.store,
     inject: [RATE_LIMIT_STORE_HANDLE],
   },
+  {
+    provide: RATE_LIMIT_MEMORY_STORE,
+    useFactory: (handle: StoreHandle) => handle.memory,
+    inject: [RATE_LIMIT_STORE_HANDLE],
+  },
   LeaseKeeper,
   RateLimitGuard,
   RateLimitService,
@@ -55,6 +61,7 @@ const derivedProviders: Provider[] = [
 const exported = [
   RATE_LIMIT_OPTIONS,
   RateLimitStore,
+  RATE_LIMIT_MEMORY_STORE,
   LeaseKeeper,
   RateLimitGuard,
   RateLimitService,

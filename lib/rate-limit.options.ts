@@ -3,6 +3,7 @@ import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { type NodeRedisClient } from './stores/redis/node-redis.client.js';
 import { HEADER_MODES, type HeaderMode } from './http/headers.js';
 import { configError } from './rate-limit.policy.js';
+import { defaultMemoryBudget, heapLimitBytes } from './stores/memory/memory-size.js';
 import {
   type Clock,
   type RateLimitDecision,
@@ -65,6 +66,18 @@ export interface RateLimitModuleOptions {
    */
   timeout?: number;
   /**
+   * Longest wait, in ms, for a promise that one of your functions returns: `getTracker`, a
+   * policy's `tracker`, a dynamic `threshold`, `period` or `cost`. Past it, the value counts as
+   * missing and the request is answered as `onStoreError` says. A function that returns a plain
+   * value is not timed. Default 1000.
+   *
+   * @example
+   * ```ts
+   * RateLimitModule.forRoot({ functionTimeout: 250 });
+   * ```
+   */
+  functionTimeout?: number;
+  /**
    * What answers while the store fails or is too slow: `'memory'` keeps limiting per instance in
    * memory, `'allow'` lets every request through, `'deny'` answers 503 with `Retry-After`.
    * A function is told each error and returns one of those (see {@link StoreErrorHandler}).
@@ -103,8 +116,20 @@ export interface RateLimitModuleOptions {
    */
   skipIf?: (context: ExecutionContext) => boolean | Promise<boolean>;
   /**
-   * Most keys the memory store holds (as the store, or as the fallback); past it the least
-   * recently written are dropped. Default 1,000,000.
+   * Most heap the memory store's keys may take (as the store, or as the fallback), in bytes, by
+   * its estimate of each key; past it the least recently written keys are dropped. At most the
+   * process's heap limit. Default: a quarter of the heap limit
+   * (`v8.getHeapStatistics().heap_size_limit`, set by `--max-old-space-size`).
+   *
+   * @example
+   * ```ts
+   * maxMemoryBytes: 512 * 1024 * 1024
+   * ```
+   */
+  maxMemoryBytes?: number;
+  /**
+   * Most keys the memory store holds, on top of `maxMemoryBytes`. Default: no cap but
+   * `maxMemoryBytes`.
    */
   maxMemoryKeys?: number;
   /**
@@ -146,8 +171,10 @@ export interface ResolvedRateLimitOptions {
   readonly errorMessage: string;
   readonly ipv6Subnet: number;
   readonly timeout: number;
+  readonly functionTimeout: number;
   readonly onStoreError: StoreErrorPolicy | StoreErrorHandler;
-  readonly maxMemoryKeys: number;
+  readonly maxMemoryBytes: number;
+  readonly maxMemoryKeys: number | undefined;
   readonly blockCache: boolean;
   readonly onDecision: DecisionHook | undefined;
   readonly onLimited: DecisionHook | undefined;
@@ -157,7 +184,7 @@ export interface ResolvedRateLimitOptions {
 
 export const DEFAULT_KEY_PREFIX = 'rate-limit';
 export const DEFAULT_TIMEOUT_MS = 100;
-export const DEFAULT_MAX_MEMORY_KEYS = 1_000_000;
+export const DEFAULT_FUNCTION_TIMEOUT_MS = 1000;
 export const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
 
@@ -189,15 +216,12 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
   if (raw.clock !== undefined && typeof raw.clock !== 'function') {
     throw configError(where, 'clock', raw.clock, 'a function returning milliseconds');
   }
-  const timeout = raw.timeout ?? DEFAULT_TIMEOUT_MS;
-  if (
-    typeof timeout !== 'number' ||
-    !Number.isInteger(timeout) ||
-    timeout < 1 ||
-    timeout > 60_000
-  ) {
-    throw configError(where, 'timeout', timeout, 'a whole number of ms from 1 to 60000');
-  }
+  const timeout = checkTimeout(raw.timeout ?? DEFAULT_TIMEOUT_MS, 'timeout', where);
+  const functionTimeout = checkTimeout(
+    raw.functionTimeout ?? DEFAULT_FUNCTION_TIMEOUT_MS,
+    'functionTimeout',
+    where,
+  );
   const onStoreError = raw.onStoreError ?? 'memory';
   if (typeof onStoreError !== 'function' && !STORE_ERROR_POLICIES.includes(onStoreError)) {
     throw configError(
@@ -218,12 +242,14 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
   }
   const shadow = raw.shadow ?? false;
   if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
-  const maxMemoryKeys = raw.maxMemoryKeys ?? DEFAULT_MAX_MEMORY_KEYS;
-  if (
-    typeof maxMemoryKeys !== 'number' ||
-    !Number.isSafeInteger(maxMemoryKeys) ||
-    maxMemoryKeys < 1
-  ) {
+  const heapLimit = heapLimitBytes();
+  const maxMemoryBytes = raw.maxMemoryBytes ?? defaultMemoryBudget();
+  if (!isWholeIn(maxMemoryBytes, 1, heapLimit)) {
+    const expected = `a whole number of bytes from 1 to ${heapLimit} (this process's heap limit)`;
+    throw configError(where, 'maxMemoryBytes', maxMemoryBytes, expected);
+  }
+  const maxMemoryKeys = raw.maxMemoryKeys;
+  if (maxMemoryKeys !== undefined && !isWholeIn(maxMemoryKeys, 1, Number.MAX_SAFE_INTEGER)) {
     throw configError(where, 'maxMemoryKeys', maxMemoryKeys, 'a positive integer');
   }
   return Object.freeze({
@@ -233,7 +259,9 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     errorMessage,
     ipv6Subnet,
     timeout,
+    functionTimeout,
     onStoreError,
+    maxMemoryBytes,
     maxMemoryKeys,
     blockCache,
     onDecision: raw.onDecision,
@@ -241,4 +269,15 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     skipIf: raw.skipIf,
     shadow,
   });
+}
+
+function isWholeIn(value: unknown, min: number, max: number): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max;
+}
+
+function checkTimeout(value: unknown, field: string, where: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 60_000) {
+    throw configError(where, field, value, 'a whole number of ms from 1 to 60000');
+  }
+  return value;
 }

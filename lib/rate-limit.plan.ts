@@ -7,6 +7,7 @@ import {
   checkShape,
   configError,
   type Duration,
+  type DynamicResult,
   MAX_POLICIES,
   parseDuration,
   type RateLimitPolicy,
@@ -14,6 +15,7 @@ import {
   resolveBlock,
   resolvePolicy,
 } from './rate-limit.policy.js';
+import { EXPIRED, type Expired, type FunctionBound } from './rate-limit.user-functions.js';
 
 /** Which requests use up a route policy's quota. */
 export type CountMode = 'all' | 'failures' | 'successes';
@@ -31,7 +33,7 @@ export interface RoutePolicy extends RateLimitPolicy<ExecutionContext> {
    * tracker: (ctx) => ctx.switchToHttp().getRequest().body?.username
    * ```
    */
-  tracker?: (context: ExecutionContext) => string | undefined | Promise<string | undefined>;
+  tracker?: (context: ExecutionContext) => DynamicResult<string>;
   /**
    * Which requests use up the quota: `'all'` (default), only `'failures'` (the handler throws, or
    * the HTTP status is 400 or more) or only `'successes'`. Every request is counted when it
@@ -75,10 +77,22 @@ export interface PolicyTemplate {
   readonly maxWaitMs: number;
   /** The name, when known before any request: given, or derived from fixed values. */
   readonly name: string | undefined;
-  readonly cost: number | ((context: ExecutionContext) => number | Promise<number>);
+  readonly cost: number | ((context: ExecutionContext) => DynamicResult<number>);
   readonly where: string;
-  resolve(context: ExecutionContext): ResolvedPolicy | Promise<ResolvedPolicy>;
+  /**
+   * The policy for this request. A `period` or `threshold` function that returns a promise is
+   * awaited through `bound`; one that does not settle in time counts as returning nothing.
+   * `route` names the handler in what `bound` reports.
+   */
+  resolve(
+    context: ExecutionContext,
+    bound: FunctionBound,
+    route: string,
+  ): ResolvedPolicy | Promise<ResolvedPolicy>;
 }
+
+/** A request's cost when the policy gives none, or its function returns nothing. */
+export const DEFAULT_COST = 1;
 
 // Per-plan limits take few distinct values; the bound only stops a pathological function.
 const MAX_CACHED_VARIANTS = 1000;
@@ -131,7 +145,7 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
   // The route-only fields are checked; what follows is the policy proper.
   checkShape(routePolicy, where);
   const policy: RateLimitPolicy<unknown> = routePolicy ?? {};
-  const { period, threshold, cost = 1, name } = policy;
+  const { period, threshold, cost = DEFAULT_COST, name } = policy;
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
   // Check now what does not depend on the request, so mistakes surface at startup.
   const algorithm = checkAlgorithm(policy.algorithm, where);
@@ -184,12 +198,13 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
     name,
     cost: costValue,
     where,
-    resolve(context) {
-      const p = typeof period === 'function' ? period(context) : period;
-      const t = typeof threshold === 'function' ? threshold(context) : threshold;
-      if (isPromise(p) || isPromise(t))
-        return Promise.all([p, t]).then(([pv, tv]) => resolveWith(pv, tv));
-      return resolveWith(p, t);
+    resolve(context, bound, route) {
+      let p: unknown = typeof period === 'function' ? period(context) : period;
+      let t: unknown = typeof threshold === 'function' ? threshold(context) : threshold;
+      if (!isPromise(p) && !isPromise(t)) return resolveWith(p, t);
+      if (isPromise(p)) p = settled(bound.settle(p, 'period', context, route));
+      if (isPromise(t)) t = settled(bound.settle(t, 'threshold', context, route));
+      return Promise.all([p, t]).then(([pv, tv]) => resolveWith(pv, tv));
     },
   };
 }
@@ -222,19 +237,34 @@ function checkRouteFields(policy: RoutePolicy | undefined, where: string) {
   return { tracker, count, shadow, maxWaitMs };
 }
 
-/** The cost of one request under a template, checked: a positive integer. */
+/**
+ * The cost of one request under a template, checked: a positive integer, or 1 when the function
+ * returns nothing (as a missing `threshold` or `period` means the default). A promise is awaited
+ * through `bound`; one that does not settle in time counts as returning nothing.
+ */
 export function resolveCost(
   template: PolicyTemplate,
   context: ExecutionContext,
+  bound: FunctionBound,
+  route: string,
 ): number | Promise<number> {
   const { cost, where } = template;
   if (typeof cost === 'number') return cost;
-  const value = cost(context);
+  const value: unknown = cost(context);
   return isPromise(value)
-    ? value.then((v) => checkCount(v, 'cost', where))
-    : checkCount(value, 'cost', where);
+    ? settled(bound.settle(value, 'cost', context, route)).then((v) => checkCost(v, where))
+    : checkCost(value, where);
 }
 
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T> | undefined)?.then === 'function';
+function checkCost(value: unknown, where: string): number {
+  return value === undefined ? DEFAULT_COST : checkCount(value, 'cost', where);
+}
+
+/** A bounded value, undefined when its function did not settle in time: the default stands in. */
+function settled<T>(value: Promise<T | Expired>): Promise<T | undefined> {
+  return value.then((v) => (v === EXPIRED ? undefined : v));
+}
+
+export function isPromise(value: unknown): value is Promise<unknown> {
+  return typeof (value as Promise<unknown> | undefined)?.then === 'function';
 }

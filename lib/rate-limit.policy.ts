@@ -5,8 +5,17 @@ import { type Algorithm, ALGORITHM_CODES } from './algorithms/algorithm.js';
  */
 export type Duration = number | string;
 
-/** A value given directly, or computed per request from the context (e.g. per customer plan). */
-export type Dynamic<T, C> = T | ((context: C) => T | Promise<T>);
+/**
+ * What a function of the context returns for a value: the value, or nothing (`undefined`) for the
+ * value's default, at once or as a promise.
+ */
+export type DynamicResult<T> = T | undefined | Promise<T | undefined>;
+
+/**
+ * A value given directly, or computed per request from the context (e.g. per customer plan). A
+ * function that returns `undefined` gets the default, as if the field were not set.
+ */
+export type Dynamic<T, C> = T | ((context: C) => DynamicResult<T>);
 
 /**
  * One limit: what `@RateLimit()` and `RateLimitService.consume()` accept.

@@ -1,7 +1,7 @@
--- Concurrency: how many holders may run at once. One sorted set per key with one member per unit
--- of a lease: the lease id, then id + 1 ... for a cost above one, unique integers all. Scores are
--- when each expires (µs). A holder renews its lease while it runs, so a long call keeps it; one
--- that crashed stops renewing, and its lease frees itself `period` after the last renewal.
+-- Concurrency: how many holders may run at once. One sorted set per key with one member per lease,
+-- weighted by its cost (see zset_open): the lease id, then ":<cost>" unless it is one. Scores are
+-- when each lease expires (µs). A holder renews its lease while it runs, so a long call keeps it;
+-- one that crashed stops renewing, and its lease frees itself `period` after the last renewal.
 -- A rejection writes nothing.
 
 ALGORITHMS.cc = {}
@@ -10,34 +10,37 @@ ALGORITHMS.cc = {}
 -- come back in a second.
 local CC_RETRY_US = 1000000
 
+local function cc_member(id, cost)
+  if cost == 1 then
+    return string.format('%d', id)
+  end
+  return string.format('%d:%d', id, cost)
+end
+
 function ALGORITHMS.cc.check(key, now, p)
   -- Expired leases first: a lease counts until its score.
-  local lock = zset_open(key, now, now)
+  local lock, count, weighted = zset_open(key, now, now)
   if lock then
     return 0, lock - now, 0, nil, lock
   end
-  local count = redis.call('ZCARD', key)
   if p.cost > p.limit then
-    return 0, -1, count
+    return 0, -1, count, weighted
   end
   if count + p.cost <= p.limit then
-    return 1, 0, count
+    return 1, 0, count, weighted
   end
-  return 0, CC_RETRY_US, count
+  return 0, CC_RETRY_US, count, weighted
 end
 
 function ALGORITHMS.cc.after(_, p, count)
   return p.limit - count - p.cost, ms(p.period)
 end
 
--- The first id from `id` on whose `cost` members are all free in this key.
+-- The first id from `id` whose lease of this cost is not held in this key.
 function ALGORITHMS.cc.free(key, p, id)
-  local j = 0
-  while j < p.cost do
-    if redis.call('ZSCORE', key, id + j) then
-      id, j = id + j + 1, 0
-    else
-      j = j + 1
+  if p.cost > 0 then
+    while redis.call('ZSCORE', key, cc_member(id, p.cost)) do
+      id = id + 1
     end
   end
   return id
@@ -61,41 +64,71 @@ lease_id = function(keys, policies, now)
   return any and id or nil
 end
 
-function ALGORITHMS.cc.commit(key, now, p, slack, count, _, lease)
-  for j = 0, p.cost - 1 do
-    redis.call('ZADD', key, now + p.period, lease + j)
+function ALGORITHMS.cc.commit(key, now, p, slack, count, weighted, lease)
+  if weighted or p.cost > 1 then
+    redis.call('ZADD', key, now + p.period, cc_member(lease, p.cost), -(count + p.cost), TOTAL)
+  elseif p.cost == 1 then
+    redis.call('ZADD', key, now + p.period, cc_member(lease, 1))
   end
-  -- Every member expires a period after it was added or renewed at the latest, and so does the key.
+  -- Every lease expires a period after it was taken or renewed at the latest, and so does the key.
   redis.call('PEXPIRE', key, ms(p.period) + slack)
   return ALGORITHMS.cc.after(now, p, count)
 end
 
-function ALGORITHMS.cc.release(key, _, p, lease)
-  for j = 0, p.cost - 1 do
-    redis.pcall('ZREM', key, lease + j)
+function ALGORITHMS.cc.release(key, now, p, lease)
+  local lock, total, weighted = zset_open(key, now, now)
+  if lock or total == 0 or p.cost == 0 then
+    return
+  end
+  if redis.call('ZREM', key, cc_member(lease, p.cost)) == 1 and weighted then
+    set_total(key, total - p.cost)
   end
 end
 
 -- Extends a lease held now by a period; false when it is gone (expired, reset, locked out).
 function ALGORITHMS.cc.renew(key, now, p, slack, lease)
-  for j = 0, p.cost - 1 do
-    local score = redis.pcall('ZSCORE', key, lease + j)
-    if type(score) ~= 'string' or tonumber(score) <= now then
+  local lock = zset_open(key, now, now)
+  if lock then
+    return false
+  end
+  if p.cost > 0 then
+    -- What is left after the trim has not expired.
+    local member = cc_member(lease, p.cost)
+    if not redis.call('ZSCORE', key, member) then
       return false
     end
-  end
-  for j = 0, p.cost - 1 do
-    redis.call('ZADD', key, 'XX', now + p.period, lease + j)
+    redis.call('ZADD', key, 'XX', now + p.period, member)
   end
   redis.call('PEXPIRE', key, ms(p.period) + slack)
   return true
 end
 
--- Frees the `cost` leases that expire last.
+-- Gives back `cost` units of the leases that expire last (the larger name among equals). A lease
+-- given back in part keeps the rest under a name of its own ("<id>:<cost>:<left>"), which its
+-- holder no longer frees or renews: it lets go when it expires.
 function ALGORITHMS.cc.refund(key, now, p)
-  if not zset_open(key, now, now) then
-    redis.call('ZPOPMAX', key, p.cost)
+  local lock, total, weighted = zset_open(key, now, now)
+  if lock then
+    return
   end
+  if not weighted then
+    -- One unit per lease.
+    redis.call('ZPOPMAX', key, p.cost)
+    return
+  end
+  local left = p.cost
+  -- Each turn but the last removes a lease: no more turns than leases ever taken.
+  while left > 0 and total > 0 do
+    local last = redis.call('ZPOPMAX', key)
+    local units = units_of(last[1])
+    if units > left then
+      local held = string.match(last[1], '^%d+:%d+')
+      redis.call('ZADD', key, last[2], string.format('%s:%d', held, units - left))
+      units = left
+    end
+    left, total = left - units, total - units
+  end
+  set_total(key, total)
 end
 
 function ALGORITHMS.cc.status(key, now, p, count)

@@ -3,12 +3,47 @@ import { type AlgorithmTwin, ms, type Params, type Stored } from './algorithm.js
 /** A rejection promises no wait, since a release may free a slot at any moment: come back in 1 s. */
 export const CONCURRENCY_RETRY_MS = 1000;
 
-/** Lease members and when each expires (µs); the twin of the sorted set. */
-export type Leases = Map<number, number>;
+/** The units a lease's name carries: after its last colon, or one without any (`units_of`). */
+function unitsOf(member: string): number {
+  const colon = member.lastIndexOf(':');
+  return colon < 0 ? 1 : Number(member.slice(colon + 1));
+}
 
-function trim(leases: Leases | undefined, now: number): void {
-  if (leases === undefined) return;
-  for (const [member, expires] of leases) if (expires <= now) leases.delete(member);
+/** A lease's name in the sorted set: its id, then `:<cost>` unless the cost is one. */
+function memberOf(id: number, cost: number): string {
+  return cost === 1 ? String(id) : `${id}:${cost}`;
+}
+
+/** The twin of the sorted set: each lease's name and when it expires (µs), and their units. */
+export class Leases {
+  readonly expiries = new Map<string, number>();
+  /** Units held, like the `total` member. */
+  total = 0;
+  /** No lease expires before this; lets most checks skip the scan. */
+  private soonest = Infinity;
+
+  /** Drops the leases expired at `now`, like the trim in `zset_open`. */
+  trim(now: number): void {
+    if (now < this.soonest) return;
+    let soonest = Infinity;
+    for (const [member, expires] of this.expiries) {
+      if (expires <= now) this.remove(member);
+      else if (expires < soonest) soonest = expires;
+    }
+    this.soonest = soonest;
+  }
+
+  set(member: string, expires: number): void {
+    if (!this.expiries.has(member)) this.total += unitsOf(member);
+    this.expiries.set(member, expires);
+    if (expires < this.soonest) this.soonest = expires;
+  }
+
+  remove(member: string): boolean {
+    if (!this.expiries.delete(member)) return false;
+    this.total -= unitsOf(member);
+    return true;
+  }
 }
 
 const stored = (leases: Leases, now: number, p: Params): Stored<Leases> => ({
@@ -19,8 +54,8 @@ const stored = (leases: Leases, now: number, p: Params): Stored<Leases> => ({
 /** Twin of `concurrency.lua`. */
 export const concurrency: AlgorithmTwin<Leases, number> = {
   check(leases, now, p) {
-    trim(leases, now);
-    const count = leases?.size ?? 0;
+    leases?.trim(now);
+    const count = leases?.total ?? 0;
     if (p.cost > p.limit) return { allowed: false, retryAfterMs: -1, work: count };
     if (count + p.cost <= p.limit) return { allowed: true, retryAfterMs: 0, work: count };
     return { allowed: false, retryAfterMs: CONCURRENCY_RETRY_MS, work: count };
@@ -31,53 +66,56 @@ export const concurrency: AlgorithmTwin<Leases, number> = {
   },
 
   free(leases, p, id) {
-    let j = 0;
-    while (j < p.cost) {
-      if (leases?.has(id + j)) {
-        id += j + 1;
-        j = 0;
-      } else {
-        j++;
-      }
-    }
+    if (p.cost > 0) while (leases?.expiries.has(memberOf(id, p.cost))) id++;
     return id;
   },
 
   commit(leases, now, p, count, lease) {
-    const state = leases ?? new Map<number, number>();
-    for (let j = 0; j < p.cost; j++) state.set(lease! + j, now + p.periodUs);
+    const state = leases ?? new Leases();
+    if (p.cost > 0) state.set(memberOf(lease!, p.cost), now + p.periodUs);
     return { ...stored(state, now, p), ...concurrency.after(now, p, count) };
   },
 
-  release(leases, _now, p, lease) {
+  release(leases, now, p, lease) {
     if (leases === undefined) return null;
-    for (let j = 0; j < p.cost; j++) leases.delete(lease + j);
-    // Redis drops a sorted set once it is empty; otherwise the key's TTL stays as it is.
-    return leases.size === 0 ? undefined : null;
+    leases.trim(now);
+    if (p.cost > 0) leases.remove(memberOf(lease, p.cost));
+    // Redis drops the set once it holds nothing; otherwise the key's TTL stays as it is.
+    return leases.total === 0 ? undefined : null;
   },
 
   renew(leases, now, p, lease) {
-    for (let j = 0; j < p.cost; j++) {
-      const expires = leases?.get(lease + j);
-      if (expires === undefined || expires <= now) return null;
-    }
-    for (let j = 0; j < p.cost; j++) leases!.set(lease + j, now + p.periodUs);
-    return stored(leases!, now, p);
+    leases?.trim(now);
+    if (p.cost === 0) return stored(leases ?? new Leases(), now, p);
+    const member = memberOf(lease, p.cost);
+    if (leases === undefined || !leases.expiries.has(member)) return null;
+    leases.set(member, now + p.periodUs);
+    return stored(leases, now, p);
   },
 
   refund(leases, now, p) {
     if (leases === undefined) return undefined;
-    trim(leases, now);
-    // ZPOPMAX: the latest expiry first, the larger member among equals.
-    const last = [...leases].sort((a, b) => b[1] - a[1] || b[0] - a[0]).slice(0, p.cost);
-    for (const [member] of last) leases.delete(member);
-    return leases.size === 0 ? undefined : null;
+    leases.trim(now);
+    // ZPOPMAX: the latest expiry first, the larger name among equals (compared as bytes).
+    const last = [...leases.expiries].sort((a, b) => b[1] - a[1] || (b[0] > a[0] ? 1 : -1));
+    let left = p.cost;
+    for (const [member, expires] of last) {
+      if (left === 0) break;
+      const units = unitsOf(member);
+      leases.remove(member);
+      if (units > left) {
+        const held = member.split(':').slice(0, 2).join(':');
+        leases.set(`${held}:${units - left}`, expires);
+      }
+      left -= Math.min(units, left);
+    }
+    return leases.total === 0 ? undefined : null;
   },
 
   status(leases, now, p, count) {
     if (count === 0) return { remaining: p.limit, resetAfterMs: 0 };
     let last = 0;
-    for (const expires of leases!.values()) if (expires > last) last = expires;
+    for (const expires of leases!.expiries.values()) if (expires > last) last = expires;
     return { remaining: Math.max(p.limit - count, 0), resetAfterMs: ms(last - now) };
   },
 };

@@ -25,18 +25,67 @@ local function lock_of(key)
   end
 end
 
--- For the sorted-set algorithms: drops the members scored up to `upto`, and returns the end of a
--- lock-out in force, if any. A lock-out shows as WRONGTYPE here; one that has just ended, though
--- its key has not expired yet, is deleted, leaving no set at all.
+-- The sorted-set algorithms (the log, the leases) keep one member per decision, weighted: its name
+-- ends in ":<units>", or carries one unit when it has no colon. A set whose members all carry one
+-- unit stays in the plain layout, where ZCARD is the count and a trim reads nothing; the first
+-- member of more (or a refund that leaves a gap in the log's marks) turns it weighted, and it stays
+-- so until it empties. A weighted set holds the member `total`, minus its score the units held: it
+-- sorts below every entry, whose scores are times in µs, and no trim by time reaches it. So a
+-- decision's work does not grow with its cost, and one of cost 1 in a plain set does no more than
+-- the one-member-per-unit layout did (which is itself the plain layout).
+local TOTAL = 'total'
+
+local function units_of(member)
+  local units = string.match(member, ':(%d+)$')
+  return units and tonumber(units) or 1
+end
+
+-- Records the units a weighted set holds now; a set that holds none is deleted, as Redis deletes
+-- an empty one. Returns the units.
+local function set_total(key, units)
+  if units <= 0 then
+    redis.call('DEL', key)
+    return 0
+  end
+  redis.call('ZADD', key, -units, TOTAL)
+  return units
+end
+
+-- Drops the entries scored up to `upto` and returns the end of a lock-out in force, if any, the
+-- units the set holds, and whether it is weighted. A lock-out shows as WRONGTYPE here; one that
+-- has just ended, though its key has not expired yet, is deleted, leaving no set at all. A plain
+-- set is trimmed blind; a weighted one reads each entry once, when it leaves, so trimming costs a
+-- decision no more than the entries it drops.
 local function zset_open(key, upto, now)
-  if type(redis.pcall('ZREMRANGEBYSCORE', key, '-inf', upto)) == 'number' then
-    return nil
+  -- The lowest member tells the layout: `total` sorts first in a weighted set.
+  local first = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if first.err then
+    local lock = lock_of(key)
+    if lock and lock > now then
+      return lock, 0, false
+    end
+    redis.call('DEL', key)
+    return nil, 0, false
   end
-  local lock = lock_of(key)
-  if lock and lock > now then
-    return lock
+  if first[1] ~= TOTAL then
+    if first[1] and tonumber(first[2]) <= upto then
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', upto)
+    end
+    return nil, redis.call('ZCARD', key), false
   end
-  redis.call('DEL', key)
+  local total = -tonumber(first[2])
+  if upto < 0 then
+    return nil, total, true
+  end
+  local expired = redis.call('ZRANGEBYSCORE', key, 0, upto, 'WITHSCORES')
+  if #expired > 0 then
+    for i = 1, #expired, 2 do
+      total = total - units_of(expired[i])
+    end
+    redis.call('ZREMRANGEBYSCORE', key, 0, upto)
+    total = set_total(key, total)
+  end
+  return nil, total, total > 0
 end
 
 -- The lease id of a decision, set by the algorithms that hand out leases; nil in scripts without

@@ -23,6 +23,14 @@ export function encodeKeyPart(value: string): string {
   return escaped.length <= MAX_KEY_PART ? escaped : digest(value);
 }
 
+/**
+ * A key part that stands in for a tracker that could not be had, `value` being what counts the
+ * call instead. No {@link encodeKeyPart} result can spell it: there, `%` always starts an escape.
+ */
+export function standInKeyPart(value: string): string {
+  return '%!' + encodeKeyPart(value);
+}
+
 // UTF-16 code units keep every string apart, lone surrogates included, unlike UTF-8.
 function digest(value: string): string {
   return '#' + createHash('sha256').update(value, 'utf16le').digest('base64url');

@@ -48,6 +48,14 @@ export class CircuitBreaker {
     if (this.consecutiveFailures === this.failures) this.openUntil = now + this.openMs;
   }
 
+  /**
+   * A call ended without saying anything about the store (it failed for a reason of its own): if
+   * it was the probe, the next call may probe.
+   */
+  release(): void {
+    this.probing = false;
+  }
+
   /** Milliseconds until the next probe may go through. */
   waitMs(now: number): number {
     return Math.max(0, this.openUntil - now);

@@ -5,10 +5,11 @@ import {
 } from '../rate-limit.options.js';
 import { configError } from '../rate-limit.policy.js';
 import { BlockCacheStore } from './block-cache.js';
+import { type BootstrapLogger, warnIfEvicting } from './eviction-warning.js';
 import { MemoryStore } from './memory/memory.store.js';
 import { RedisStore } from './redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from './redis/script-client.js';
-import { type OutageLogger, ResilientStore } from './resilient.store.js';
+import { ResilientStore } from './resilient.store.js';
 import { type RateLimitStore } from './store.interface.js';
 
 /** The active store, whether the module made it (and so closes it), and how to await its link. */
@@ -16,6 +17,8 @@ export interface StoreHandle {
   readonly store: RateLimitStore;
   readonly owned: boolean;
   readonly kind: 'redis' | 'memory' | 'custom';
+  /** The instance's memory store: what decides under `onStoreError: 'memory'`. */
+  readonly memory: RateLimitStore;
   /** Resolves once a client the module created is connected, or after its connect timeout. */
   readonly ready: () => Promise<void>;
 }
@@ -48,10 +51,16 @@ const nothingToAwait = () => Promise.resolve();
 export function createStore(
   raw: RateLimitModuleOptions,
   options: ResolvedRateLimitOptions,
-  logger: OutageLogger,
+  logger: BootstrapLogger,
 ): StoreHandle {
   const { store, redis, clock } = raw;
-  const memory = () => new MemoryStore({ clock, maxKeys: options.maxMemoryKeys });
+  let made: MemoryStore | undefined;
+  const memory = () =>
+    (made ??= new MemoryStore({
+      clock,
+      maxBytes: options.maxMemoryBytes,
+      maxKeys: options.maxMemoryKeys,
+    }));
   const resilient = (primary: RateLimitStore, ownsPrimary: boolean) => {
     const guarded = new ResilientStore(primary, {
       timeoutMs: options.timeout,
@@ -74,18 +83,26 @@ export function createStore(
     }
     // A memory store cannot fail or stall, so there is nothing to guard it against.
     if (store instanceof MemoryStore)
-      return { store, owned: false, kind: 'custom', ready: nothingToAwait };
+      return { store, owned: false, kind: 'custom', memory: store, ready: nothingToAwait };
     if (store instanceof RedisStore) {
       // Handed over ready-made, it gets what the module gives the Redis stores it builds.
       store.answerWithinByDefault(options.timeout);
       warnIfNeverOpened(store, logger);
-      const ready = () => connected(store);
-      return { store: resilient(store, false), owned: true, kind: 'redis', ready };
+      const ready = () => connected(store, logger);
+      const guarded = resilient(store, false);
+      return { store: guarded, owned: true, kind: 'redis', memory: memory(), ready };
     }
-    return { store: resilient(store, false), owned: true, kind: 'custom', ready: nothingToAwait };
+    const guarded = resilient(store, false);
+    return { store: guarded, owned: true, kind: 'custom', memory: memory(), ready: nothingToAwait };
   }
   if (redis === undefined)
-    return { store: memory(), owned: true, kind: 'memory', ready: nothingToAwait };
+    return {
+      store: memory(),
+      owned: true,
+      kind: 'memory',
+      memory: memory(),
+      ready: nothingToAwait,
+    };
   if (scriptClientFor(redis) !== undefined) {
     const primary = new RedisStore({
       client: redis as RedisClient,
@@ -97,7 +114,8 @@ export function createStore(
       store: resilient(primary, false),
       owned: true,
       kind: 'redis',
-      ready: () => connected(primary),
+      memory: memory(),
+      ready: () => connected(primary, logger),
     };
   }
   if (typeof redis !== 'string' && (redis === null || typeof redis !== 'object')) {
@@ -124,11 +142,12 @@ export function createStore(
     store: resilient(primary, true),
     owned: true,
     kind: 'redis',
-    ready: () => connected(primary),
+    memory: memory(),
+    ready: () => connected(primary, logger),
   };
 }
 
-function warnIfNeverOpened(store: RedisStore, logger: OutageLogger): void {
+function warnIfNeverOpened(store: RedisStore, logger: BootstrapLogger): void {
   if (!store.neverOpened) return;
   logger.warn(
     `The ${store.library} client passed to RateLimitModule is not connected; call its connect() first (until then the fallback answers)`,
@@ -138,12 +157,14 @@ function warnIfNeverOpened(store: RedisStore, logger: OutageLogger): void {
 /**
  * Waits, at bootstrap only, until the client is connected or its connect timeout has passed, so
  * that the first requests are shared rather than answered by the fallback. Polls: the same way
- * for both libraries, and only while the application starts.
+ * for both libraries, and only while the application starts. Then warms the store up and, if
+ * connected, checks that Redis cannot evict the module's keys.
  */
-async function connected(store: RedisStore): Promise<void> {
+async function connected(store: RedisStore, logger: BootstrapLogger): Promise<void> {
   const deadline = performance.now() + CONNECT_TIMEOUT_MS;
   while (!store.connected && !store.neverOpened && performance.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  await store.warmUp();
+  if (!store.connected) return store.warmUp();
+  await Promise.all([store.warmUp(), warnIfEvicting(store, logger)]);
 }

@@ -16,7 +16,14 @@ interface Pending {
  * Bounds how long store calls may take, with one shared interval instead of a timer per call.
  * Every call gets the same timeout, so deadlines arrive in call order and a FIFO queue holds them
  * sorted; each tick expires the overdue head. The interval runs only while calls are in flight.
- * A call is answered between `timeoutMs` and `timeoutMs + tickMs` after it started.
+ * A call is answered between `timeoutMs` and `timeoutMs + tickMs` after it started, plus one turn
+ * of the event loop.
+ *
+ * That turn is what tells a stall of this process from a slow store. After the event loop was
+ * blocked (a GC pause, a long synchronous task), timers run before I/O: the tick would fire in
+ * the same turn as the replies the store sent in time, which wait unread on the socket, and fail
+ * every call in flight. So a tick only marks the overdue calls, and fails them from
+ * `setImmediate`, after the poll phase has read what had arrived: one per tick, not per call.
  */
 export class Deadlines {
   private queue: Pending[] = [];
@@ -24,12 +31,20 @@ export class Deadlines {
   private timer: NodeJS.Timeout | undefined;
   readonly tickMs: number;
 
-  constructor(readonly timeoutMs: number) {
+  /** `expired` makes what an overdue call rejects with; a `StoreTimeoutError` unless told. */
+  constructor(
+    readonly timeoutMs: number,
+    private readonly expired: () => Error = () => new StoreTimeoutError(timeoutMs),
+  ) {
     this.tickMs = Math.max(2, Math.min(25, Math.ceil(timeoutMs / 4)));
   }
 
-  /** Resolves like `promise`, or rejects with a `StoreTimeoutError` once the deadline passes. */
-  race<T>(promise: Promise<T>): Promise<T> {
+  /**
+   * Resolves like `promise`, or rejects with the expiry error once the deadline passes.
+   * `onLate` is told the value of a promise that resolves after that rejection: the store did
+   * what was asked, although the caller was answered without it.
+   */
+  race<T>(promise: Promise<T>, onLate?: (value: T) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const pending: Pending = {
         deadline: performance.now() + this.timeoutMs,
@@ -40,7 +55,11 @@ export class Deadlines {
       this.timer ??= setInterval(() => this.tick(), this.tickMs).unref();
       promise.then(
         (value) => {
-          if (pending.settled) return;
+          if (pending.settled) {
+            // Only the deadline settles a call before its promise does.
+            onLate?.(value);
+            return;
+          }
           pending.settled = true;
           resolve(value);
         },
@@ -57,12 +76,14 @@ export class Deadlines {
     const now = performance.now();
     const queue = this.queue;
     let head = this.head;
+    let overdue: Pending[] | undefined;
     while (head < queue.length && (queue[head].settled || queue[head].deadline <= now)) {
       const pending = queue[head++];
-      if (!pending.settled) {
-        pending.settled = true;
-        pending.reject(new StoreTimeoutError(this.timeoutMs));
-      }
+      if (!pending.settled) (overdue ??= []).push(pending);
+    }
+    if (overdue !== undefined) {
+      const expiring = overdue;
+      setImmediate(() => this.expire(expiring));
     }
     if (head === queue.length) {
       this.queue = [];
@@ -74,6 +95,15 @@ export class Deadlines {
       this.head = 0;
     } else {
       this.head = head;
+    }
+  }
+
+  /** Fails the overdue calls that the replies read since the tick did not answer. */
+  private expire(overdue: readonly Pending[]): void {
+    for (const pending of overdue) {
+      if (pending.settled) continue;
+      pending.settled = true;
+      pending.reject(this.expired());
     }
   }
 

@@ -1,7 +1,9 @@
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
-import { CircuitBreaker } from './circuit-breaker.js';
 import { degradedDecision } from './decision.js';
 import { Deadlines } from './deadlines.js';
+import { giveBackLate } from './late-replies.js';
+import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
+import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
 import {
   type RateLimitDecision,
   type RateLimitStore,
@@ -12,11 +14,7 @@ import {
   type OperationExtras,
 } from './store.interface.js';
 
-/** Where outage warnings go: the module passes its Nest `Logger`. */
-export interface OutageLogger {
-  warn(message: string): void;
-  log(message: string): void;
-}
+export type { OutageLogger } from './node-health.js';
 
 export interface ResilientStoreOptions {
   /** Longest wait for the primary store, in ms. */
@@ -38,22 +36,22 @@ const DENY_RETRY_MS = 1000;
  * each call gets `timeoutMs`, failures open a circuit breaker so a dead store is not waited on,
  * and meanwhile `onStoreError` decides: the memory store limits per instance, or everything is
  * allowed, or everything is denied. A probe goes through every few hundred ms; when it succeeds,
- * shared limiting resumes.
+ * shared limiting resumes. Failures are judged per server (each master of a Redis Cluster, as
+ * the primary's `nodeOf` tells): one that fails sends only its own keys to the fallback.
  */
 export class ResilientStore implements RateLimitStore {
   private readonly deadlines: Deadlines;
-  private readonly breaker = new CircuitBreaker();
-  private outageStartedAt: number | undefined;
-  private degradedDecisions = 0;
-  /** The answer while degraded: fixed, or what the handler chose for the latest error. */
-  private policy: StoreErrorPolicy;
+  private readonly health: NodeHealthMap;
+  /** Numbers decisions in the order they are sent, to tell which a server answered last. */
+  private sent = 0;
 
   constructor(
     readonly primary: RateLimitStore,
     private readonly options: ResilientStoreOptions,
   ) {
     this.deadlines = new Deadlines(options.timeoutMs);
-    this.policy = typeof options.onStoreError === 'function' ? 'memory' : options.onStoreError;
+    const policy = typeof options.onStoreError === 'function' ? 'memory' : options.onStoreError;
+    this.health = new NodeHealthMap(policy, options.logger);
   }
 
   consume(
@@ -162,27 +160,68 @@ export class ResilientStore implements RateLimitStore {
     if (op !== 'consume' && typeof this.primary[op] !== 'function') {
       return invoke(this.primary, op, keys, policies, costs, extras);
     }
-    if (!this.breaker.allow(performance.now())) {
-      return this.degrade(keys, policies, costs, op, extras);
+    const now = performance.now();
+    const node = this.healthOf(keys, now);
+    if (!node.breaker.allow(now)) {
+      return this.answer(node, keys, policies, costs, op, extras);
     }
+    const sent = ++this.sent;
     let decision: RateLimitDecision;
     try {
-      const pending = invoke(this.primary, op, keys, policies, costs, extras);
-      decision = await this.deadlines.race(pending);
+      let pending = invoke(this.primary, op, keys, policies, costs, extras);
+      // Only a cluster node can answer that a slot is moving.
+      if (node.name !== '') {
+        const deadline = now + this.options.timeoutMs;
+        pending = pending.catch((error: unknown) =>
+          retryWhileSlotMoves(error, deadline, () =>
+            invoke(this.primary, op, keys, policies, costs, extras),
+          ),
+        );
+      }
+      decision = await this.deadlines.race(
+        pending,
+        this.lateReplyHandler(op, keys, policies, costs),
+      );
     } catch (error) {
-      this.breaker.failure(performance.now());
-      this.policy = this.choosePolicy(error);
-      this.outageBegins(error);
-      return this.degrade(keys, policies, costs, op, extras);
+      const failedAt = performance.now();
+      node.policy = this.choosePolicy(error, node);
+      this.health.failed(node, sent, failedAt, error, isMovingSlot(error));
+      return this.answer(node, keys, policies, costs, op, extras);
     }
-    this.breaker.success();
-    if (this.outageStartedAt !== undefined) this.outageEnds();
+    this.health.succeeded(node, sent, performance.now());
     return decision;
   }
 
-  /** Whether the primary store is currently considered down. */
+  /**
+   * What to do with a reply that comes after the timeout: a consume or reserve it recorded is
+   * given back, since the fallback answered (and counted) that request instead.
+   */
+  private lateReplyHandler(
+    op: StoreOperation,
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): ((late: RateLimitDecision) => void) | undefined {
+    if (op !== 'consume' && op !== 'reserve') return undefined;
+    return (late) => giveBackLate(this.primary, keys, policies, costs, late);
+  }
+
+  /** The health of the server that decides on `keys`. */
+  private healthOf(keys: readonly string[], now: number): NodeHealth {
+    let name = '';
+    if (this.primary.nodeOf !== undefined) {
+      try {
+        name = this.primary.nodeOf(keys);
+      } catch {
+        // A store that cannot tell is judged as one server.
+      }
+    }
+    return this.health.of(name, now);
+  }
+
+  /** Whether the primary store is currently considered down, on any of its servers. */
   get degraded(): boolean {
-    return this.outageStartedAt !== undefined;
+    return this.health.degraded;
   }
 
   async close(): Promise<void> {
@@ -196,15 +235,27 @@ export class ResilientStore implements RateLimitStore {
    * `'memory'`, the fallback does what was asked of the primary (a refund gives back what the
    * fallback counted meanwhile).
    */
-  async degrade(
+  degrade(
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
     op: StoreOperation = 'consume',
     extras?: OperationExtras,
   ): Promise<RateLimitDecision> {
-    this.degradedDecisions++;
-    const policy = this.policy;
+    const node = this.healthOf(keys, performance.now());
+    return this.answer(node, keys, policies, costs, op, extras);
+  }
+
+  private async answer(
+    node: NodeHealth,
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    op: StoreOperation,
+    extras?: OperationExtras,
+  ): Promise<RateLimitDecision> {
+    node.fallbackAnswers++;
+    const policy = node.policy;
     if (policy === 'memory') {
       const { fallback } = this.options;
       const decided = await invoke(fallback, op, keys, policies, costs, extras);
@@ -213,7 +264,7 @@ export class ResilientStore implements RateLimitStore {
     const allowed = policy === 'allow';
     const retryAfterMs = allowed
       ? 0
-      : Math.max(DENY_RETRY_MS, this.breaker.waitMs(performance.now()));
+      : Math.max(DENY_RETRY_MS, node.breaker.waitMs(performance.now()));
     const answers = policies.map((p) => ({
       policy: p,
       allowed,
@@ -226,23 +277,8 @@ export class ResilientStore implements RateLimitStore {
     return { ...first, policies: answers, degraded: policy };
   }
 
-  private outageBegins(error: unknown): void {
-    if (this.outageStartedAt !== undefined) return;
-    this.outageStartedAt = performance.now();
-    this.degradedDecisions = 0;
-    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    const answer = {
-      memory: 'limiting per instance in memory',
-      allow: 'allowing every request',
-      deny: 'denying every request with 503',
-    }[this.policy];
-    this.options.logger.warn(
-      `The rate-limit store failed (${reason}); ${answer} until it recovers`,
-    );
-  }
-
   /** Asks the handler, if any; a handler that throws or answers nonsense gets `'memory'`. */
-  private choosePolicy(error: unknown): StoreErrorPolicy {
+  private choosePolicy(error: unknown, node: NodeHealth): StoreErrorPolicy {
     const handler = this.options.onStoreError;
     if (typeof handler !== 'function') return handler;
     const asError = error instanceof Error ? error : new Error(String(error));
@@ -250,9 +286,13 @@ export class ResilientStore implements RateLimitStore {
       const chosen = handler(asError);
       if (chosen === undefined) return 'memory';
       if (chosen === 'memory' || chosen === 'allow' || chosen === 'deny') return chosen;
-      this.warnOnce(`onStoreError returned ${String(chosen)}, not 'memory', 'allow' or 'deny'`);
+      this.warnOnce(
+        node,
+        `onStoreError returned ${String(chosen)}, not 'memory', 'allow' or 'deny'`,
+      );
     } catch (hookError) {
       this.warnOnce(
+        node,
         `onStoreError threw: ${hookError instanceof Error ? hookError.message : String(hookError)}`,
       );
     }
@@ -260,17 +300,9 @@ export class ResilientStore implements RateLimitStore {
   }
 
   /** Once per outage, like the outage warning itself. */
-  private warnOnce(problem: string): void {
-    if (this.outageStartedAt === undefined) {
+  private warnOnce(node: NodeHealth, problem: string): void {
+    if (node.outageSince === undefined) {
       this.options.logger.warn(`${problem}; 'memory' answers instead`);
     }
-  }
-
-  private outageEnds(): void {
-    const seconds = ((performance.now() - this.outageStartedAt!) / 1000).toFixed(1);
-    this.options.logger.log(
-      `The rate-limit store recovered after ${seconds}s; ${this.degradedDecisions} decisions were made without it`,
-    );
-    this.outageStartedAt = undefined;
   }
 }

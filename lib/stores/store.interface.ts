@@ -55,7 +55,7 @@ export type StoreErrorPolicy = 'memory' | 'allow' | 'deny';
 /**
  * Called with each error of the store (a refused connection, a timeout, an out-of-memory reply).
  * What it returns answers that decision, and the ones the circuit breaker answers without asking
- * the store until the next error; nothing returned means `'memory'`.
+ * the same server (a Cluster master) until its next error; nothing returned means `'memory'`.
  */
 export type StoreErrorHandler = (error: Error) => StoreErrorPolicy | void;
 
@@ -146,6 +146,19 @@ export interface RateLimitStore {
     costs: readonly number[],
     of: RateLimitDecision,
   ): Promise<RateLimitDecision>;
+  /**
+   * Names the server that decides on `keys`, so that failures are judged per server: when one
+   * fails, only the decisions that go to it are answered by `onStoreError`. `RedisStore` answers
+   * the `host:port` of a Cluster master, and '' for a single server. Unset: one server. Called on
+   * every decision, so keep it cheap.
+   *
+   * @example
+   * ```ts
+   * // A store sharded by the first character of the key, one server per shard:
+   * nodeOf: (keys) => SHARDS[keys[0].charCodeAt(0) % SHARDS.length].address,
+   * ```
+   */
+  nodeOf?(keys: readonly string[]): string;
   /** Releases what the store holds. Called on application shutdown for stores the module created. */
   close?(): Promise<void>;
 }

@@ -102,6 +102,35 @@ describe.each(STORES_AND_ADAPTERS)(
       expectWait(retryAfter(pro[1]), 10);
     });
 
+    it('a dynamic threshold that returns nothing gets the default threshold, 3', async () => {
+      const a = await app();
+      const responses = await series(a, '/nothing/threshold', 4, uniqueUser());
+
+      expect(statusesOf(responses)).toEqual([200, 200, 200, 429]);
+      expect(policiesOf(responses[0])).toEqual([{ name: 'plan', q: 3, w: 60 }]);
+      expect(responses.map((r) => limitsOf(r)[0].r)).toEqual([2, 1, 0, 0]);
+    });
+
+    it('an async dynamic period that returns nothing gets the default period, 60 s', async () => {
+      const a = await app();
+      const responses = await series(a, '/nothing/period', 2, uniqueUser());
+
+      expect(statusesOf(responses)).toEqual([200, 429]);
+      expect(policiesOf(responses[0])).toEqual([{ name: 'plan', q: 1, w: 60 }]);
+      expectWait(retryAfter(responses[1]), 60);
+    });
+
+    it.each(['/nothing/cost', '/nothing/cost-async'])(
+      'a dynamic cost that returns nothing costs the default, 1: %s',
+      async (path) => {
+        const a = await app();
+        const responses = await series(a, path, 3, uniqueUser());
+
+        expect(statusesOf(responses)).toEqual([200, 200, 429]);
+        expect(responses.map((r) => limitsOf(r)[0].r)).toEqual([1, 0, 0]);
+      },
+    );
+
     it.each([
       '/invalid/threshold-zero',
       '/invalid/threshold-negative',

@@ -17,6 +17,7 @@ import {
 import { CLIENT_KINDS } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait-for.js';
+import { unitsIn } from '../support/weighted-sets.js';
 import { sleep } from './traffic.js';
 
 const POLICY: RateLimitPolicy = { period: '1h', threshold: 100 };
@@ -52,7 +53,7 @@ describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s
   /** What Redis has counted for the key `victim`. */
   async function victimCount(): Promise<number> {
     const [key] = await redis.shared.keys(`${prefix}:{victim}:0:*`);
-    return key === undefined ? 0 : redis.shared.zcard(key);
+    return key === undefined ? 0 : unitsIn(redis.shared, key);
   }
 
   async function untilShared(limiter: RateLimitService): Promise<void> {

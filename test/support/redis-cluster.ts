@@ -27,6 +27,8 @@ export interface ClusterNode extends ClusterAddress {
   readonly alive: boolean;
   /** Sends `signal` and resolves once the process has exited. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Freezes the process (`SIGSTOP`) or lets it run again (`SIGCONT`); its sockets stay open. */
+  freeze(frozen: boolean): void;
 }
 
 /** A master as the cluster itself sees it, with the slots it serves and its replicas. */
@@ -60,6 +62,8 @@ export interface StartClusterOptions {
   replicas: 0 | 1;
   /** Spawn nodes even when `REDIS_CLUSTER_URLS` is set: fault tests need nodes of their own to kill. */
   own?: boolean;
+  /** More `redis-server` arguments for every node, after the defaults (which they may override). */
+  nodeArgs?: readonly string[];
 }
 
 /**
@@ -75,6 +79,9 @@ export async function startCluster(options: StartClusterOptions): Promise<TestCl
       alive: true,
       kill: () =>
         Promise.reject(new Error(`refusing to kill ${address.port}, a node of REDIS_CLUSTER_URLS`)),
+      freeze: () => {
+        throw new Error(`refusing to freeze ${address.port}, a node of REDIS_CLUSTER_URLS`);
+      },
     }));
     return clusterHandle(nodes, startupNodes, true, async () => {});
   }
@@ -85,7 +92,9 @@ export async function startCluster(options: StartClusterOptions): Promise<TestCl
     await Promise.all(spawned.map((s) => s.stop()));
   };
   try {
-    for (let i = 0; i < count; i++) spawned.push(await spawnNode(options.replicas === 1));
+    for (let i = 0; i < count; i++) {
+      spawned.push(await spawnNode(options.replicas === 1, options.nodeArgs ?? []));
+    }
     const addresses = spawned.map((s) => `${HOST}:${s.node.port}`);
     await run('redis-cli', [
       '--cluster',
@@ -230,18 +239,18 @@ interface Spawned {
   stop(): Promise<void>;
 }
 
-async function spawnNode(withReplicas: boolean): Promise<Spawned> {
+async function spawnNode(withReplicas: boolean, nodeArgs: readonly string[]): Promise<Spawned> {
   // Another process may take a free port before redis-server binds it; fresh ports usually do.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await spawnNodeOnce(withReplicas);
+      return await spawnNodeOnce(withReplicas, nodeArgs);
     } catch (error) {
       if (attempt === 3 || !/already in use/i.test((error as Error).message)) throw error;
     }
   }
 }
 
-async function spawnNodeOnce(withReplicas: boolean): Promise<Spawned> {
+async function spawnNodeOnce(withReplicas: boolean, nodeArgs: readonly string[]): Promise<Spawned> {
   // Redis 7 takes the cluster bus port as an option; the default, port + 10000, may be taken or
   // past 65535.
   const [port, busPort] = [await freePort(), await freePort()];
@@ -253,6 +262,7 @@ async function spawnNodeOnce(withReplicas: boolean): Promise<Spawned> {
     ...['--repl-diskless-sync-delay', '0'],
     // A replica cut off from its dead master stays eligible to replace it however long that took.
     ...(withReplicas ? ['--cluster-replica-validity-factor', '0'] : []),
+    ...nodeArgs,
   ];
   const proc = await spawnRedisServer(port, dir, args, 'REDIS_CLUSTER_URLS').catch((error) => {
     rmSync(dir, { recursive: true, force: true });
@@ -266,8 +276,13 @@ async function spawnNodeOnce(withReplicas: boolean): Promise<Spawned> {
         return isRunning(proc);
       },
       kill: (signal = 'SIGTERM') => stopProcess(proc, signal),
+      freeze: (frozen) => {
+        if (isRunning(proc)) proc.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+      },
     },
     stop: async () => {
+      // A frozen process would take a signal to end only once it runs again.
+      if (isRunning(proc)) proc.kill('SIGCONT');
       await stopProcess(proc);
       rmSync(dir, { recursive: true, force: true });
     },

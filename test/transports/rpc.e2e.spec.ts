@@ -1,6 +1,6 @@
 /** `@RateLimit` on microservice handlers: a real TCP microservice and a real TCP client. */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { firstValueFrom } from 'rxjs';
+import { firstValueFrom, timeout } from 'rxjs';
 import { type RateLimitDecision, type RateLimitRootOptions } from '../../lib/index.js';
 import { uniquePrefix, uniqueUser } from '../contract/fixtures/app.js';
 import { useRedis } from '../support/stores.js';
@@ -159,6 +159,38 @@ describe('microservice handlers over TCP', () => {
       message: 'Rate limiting is unavailable',
     });
     expect(outcome.error.retryAfterMs).toBeGreaterThan(0);
+  });
+
+  describe('a getTracker whose promise never settles', () => {
+    const never = () => new Promise<string>(() => {});
+    /** Gives up long after `functionTimeout`, so that a message left unanswered fails the test. */
+    async function sendOrGiveUp(a: RpcApp, data: unknown): Promise<Outcome> {
+      try {
+        return { answer: await firstValueFrom(a.client.send(sum, data).pipe(timeout(3000))) };
+      } catch (error) {
+        return { error: error as RpcErrorPayload };
+      }
+    }
+
+    it("is answered at functionTimeout by onStoreError: 'deny' with a 503 RpcException", async () => {
+      const a = await app({ getTracker: never, functionTimeout: 50, onStoreError: 'deny' });
+      const outcome = await sendOrGiveUp(a, { numbers: [1] });
+      if (!('error' in outcome)) throw new Error('the message was not turned away');
+      expect(outcome.error).toMatchObject({
+        status: 'error',
+        statusCode: 503,
+        message: 'Rate limiting is unavailable',
+      });
+    });
+
+    it("is counted by the default tracker in memory under onStoreError: 'memory'", async () => {
+      const a = await app({ getTracker: never, functionTimeout: 50, onStoreError: 'memory' });
+      const data = { numbers: [1, 2], user: { id: uniqueUser() } };
+      const outcomes = [];
+      for (let i = 0; i < 3; i++) outcomes.push(await sendOrGiveUp(a, data));
+      expect(codes(outcomes)).toEqual(['ok', 'ok', 429]);
+      expect(outcomes[0]).toEqual({ answer: 3 });
+    });
   });
 
   it('does not log a rejected message as an error', async () => {

@@ -9,6 +9,7 @@ import {
 import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { CircuitBreaker } from '../../lib/stores/circuit-breaker.js';
 import { Deadlines } from '../../lib/stores/deadlines.js';
+import { NodeHealthMap } from '../../lib/stores/node-health.js';
 import { TestClock } from '../support/stores.js';
 
 const never = () => new Promise<never>(() => {});
@@ -65,6 +66,22 @@ describe('deadlines', () => {
     expect(deadlines.ticking).toBe(false);
   });
 
+  it('tells onLate the value of a call that resolves after its deadline, and only then', async () => {
+    const deadlines = new Deadlines(20);
+    const late: number[] = [];
+    let answer!: (value: number) => void;
+    const slow = new Promise<number>((resolve) => (answer = resolve));
+    await expect(deadlines.race(slow, (value) => late.push(value))).rejects.toBeInstanceOf(
+      StoreTimeoutError,
+    );
+    expect(late).toEqual([]);
+    answer(7);
+    await slow;
+    expect(late).toEqual([7]);
+    await expect(deadlines.race(Promise.resolve(8), (value) => late.push(value))).resolves.toBe(8);
+    expect(late).toEqual([7]);
+  });
+
   it('expires many calls in flight with its one shared interval', async () => {
     const deadlines = new Deadlines(30);
     const calls = Array.from({ length: 500 }, () =>
@@ -107,6 +124,11 @@ describe('resilience options', () => {
       /onStoreError must be one of memory, allow, deny, or a function returning one, got "retry"/,
     ],
     [{ maxMemoryKeys: -1 }, /maxMemoryKeys must be a positive integer, got -1/],
+    [
+      { maxMemoryBytes: 0 },
+      /maxMemoryBytes must be a whole number of bytes from 1 to \d+ \(this process's heap limit\), got 0/,
+    ],
+    [{ maxMemoryBytes: '1gb' as never }, /maxMemoryBytes must be a whole number of bytes/],
     [{ blockCache: 'yes' as never }, /blockCache must be true or false, got "yes"/],
     [{ onDecision: 'log' as never }, /onDecision must be a function, got "log"/],
     [{ onLimited: 1 as never }, /onLimited must be a function, got 1/],
@@ -115,5 +137,83 @@ describe('resilience options', () => {
     await expect(
       Test.createTestingModule({ imports: [RateLimitModule.forRoot(options)] }).compile(),
     ).rejects.toThrow(message);
+  });
+});
+
+describe('per-node health', () => {
+  class Lines {
+    readonly warnings: string[] = [];
+    readonly logs: string[] = [];
+    warn = (m: string) => void this.warnings.push(m);
+    log = (m: string) => void this.logs.push(m);
+  }
+  const boom = new Error('boom');
+
+  it('a failure does not count against a node that answered a decision sent after it', () => {
+    const lines = new Lines();
+    const health = new NodeHealthMap('memory', lines);
+    const a = health.of('a:1', 0);
+    for (let sent = 1; sent <= 5; sent++) {
+      health.succeeded(a, sent + 1, sent);
+      health.failed(a, sent, sent, boom, false);
+    }
+    expect(a.breaker.open).toBe(false);
+    expect(lines.warnings).toEqual([]);
+    // Nothing sent later was answered: these count, and the third opens the breaker.
+    for (let sent = 10; sent < 13; sent++) health.failed(a, sent, sent, boom, false);
+    expect(a.breaker.open).toBe(true);
+    expect(lines.warnings).toEqual([
+      'The rate-limit store failed on node a:1 (Error: boom); limiting per instance in memory until it recovers',
+    ]);
+    expect(health.of('b:2', 13).breaker.open).toBe(false);
+  });
+
+  it('a moving slot never opens a breaker, and frees the probe it took', () => {
+    const health = new NodeHealthMap('memory', new Lines());
+    const a = health.of('a:1', 0);
+    for (let sent = 1; sent <= 3; sent++) health.failed(a, sent, sent, boom, false);
+    expect(a.breaker.allow(1000)).toBe(true);
+    health.failed(a, 4, 1000, new Error('TRYAGAIN'), true);
+    expect(a.breaker.allow(1000)).toBe(true);
+  });
+
+  it('logs one warning and one recovery however failures and successes alternate', () => {
+    const lines = new Lines();
+    const health = new NodeHealthMap('deny', lines);
+    const a = health.of('', 0);
+    let sent = 0;
+    for (let now = 0; now < 3000; now += 10) {
+      health.failed(a, ++sent, now, boom, false);
+      a.fallbackAnswers++;
+      health.succeeded(a, ++sent, now + 5);
+    }
+    expect(lines.warnings).toEqual([
+      'The rate-limit store failed (Error: boom); denying every request with 503 until it recovers',
+    ]);
+    expect(lines.logs).toEqual([]);
+    expect(health.degraded).toBe(true);
+    // The last failure was at 2990 ms.
+    health.succeeded(a, ++sent, 2990 + 999);
+    expect(lines.logs).toEqual([]);
+    health.succeeded(a, sent + 1, 2990 + 1000);
+    expect(lines.logs).toEqual([
+      'The rate-limit store recovered after 3.0s; the fallback answered 300 decisions meanwhile',
+    ]);
+    expect(health.degraded).toBe(false);
+  });
+
+  it('lets go of a node in an outage once no decision has gone to it for 10 s', () => {
+    const lines = new Lines();
+    const health = new NodeHealthMap('memory', lines);
+    const gone = health.of('a:1', 0);
+    health.failed(gone, 1, 0, boom, false);
+    const other = health.of('b:2', 0);
+    health.succeeded(other, 2, 9999);
+    expect(health.degraded).toBe(true);
+    health.succeeded(other, 3, 10_000);
+    expect(health.degraded).toBe(false);
+    expect(lines.logs).toEqual([
+      'The rate-limit store has sent no decision to node a:1 for 10s; the fallback answered 0 decisions for it',
+    ]);
   });
 });

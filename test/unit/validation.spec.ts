@@ -153,6 +153,20 @@ describe('module options fail at bootstrap, not at the first request', () => {
     [{ keyPrefix: 'a{b}' }, /keyPrefix must be a string without braces or spaces, got "a\{b\}"/],
     [{ ipv6Subnet: 200 }, /ipv6Subnet must be an integer from 1 to 128, got 200/],
     [{ getTracker: 'ip' as never }, /getTracker must be a function/],
+    [{ timeout: 0 }, /timeout must be a whole number of ms from 1 to 60000, got 0/],
+    [{ functionTimeout: 0 }, /functionTimeout must be a whole number of ms from 1 to 60000, got 0/],
+    [
+      { functionTimeout: 1.5 },
+      /functionTimeout must be a whole number of ms from 1 to 60000, got 1.5/,
+    ],
+    [
+      { functionTimeout: '1s' as never },
+      /functionTimeout must be a whole number of ms from 1 to 60000, got "1s"/,
+    ],
+    [
+      { functionTimeout: 60_001 },
+      /functionTimeout must be a whole number of ms from 1 to 60000, got 60001/,
+    ],
     [
       { redis: 'redis://127.0.0.1:1', store: { consume: async () => ({}) as never } },
       /store must be omitted when redis is given/,
@@ -201,6 +215,26 @@ describe('RateLimitService.consume input', () => {
       limit: 3,
       remaining: 2,
     });
+    await ref.close();
+  });
+});
+
+describe('RateLimitService: a value left undefined takes its default', () => {
+  it('threshold 3, period 60 s and cost 1, as on routes', async () => {
+    const ref = await Test.createTestingModule({ imports: [RateLimitModule.forRoot()] }).compile();
+    const service = ref.get(RateLimitService);
+    const policy = { threshold: undefined, period: undefined, cost: undefined };
+    const answers = [];
+    for (let i = 0; i < 4; i++) {
+      answers.push(await service.consume('undefined-values', policy, { cost: undefined }));
+    }
+    expect(answers.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 2],
+      [true, 1],
+      [true, 0],
+      [false, 0],
+    ]);
+    expect(answers[0].policies[0].policy).toMatchObject({ threshold: 3, periodMs: 60_000 });
     await ref.close();
   });
 });

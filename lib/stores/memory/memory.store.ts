@@ -4,18 +4,22 @@ import {
   type Operation,
   type PolicyArgs,
 } from '../../algorithms/decide.js';
-import { type ResolvedPolicy } from '../../rate-limit.policy.js';
+import { configError, type ResolvedPolicy } from '../../rate-limit.policy.js';
 import { monotonicClock, toMicros } from '../clock.js';
 import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
+import { defaultMemoryBudget, entryBytes, MAP_MAX_KEYS } from './memory-size.js';
 
 export interface MemoryStoreOptions {
   /** Time source in milliseconds. For tests; production uses the process's monotonic clock. */
   clock?: Clock;
   /**
-   * Most keys held; past it the least recently written key is dropped, and with it that
-   * client's count. Default 1,000,000.
+   * Most heap the keys may take, in bytes, by the store's estimate of each key (see
+   * `memory-size.ts`); past it the least recently written keys are dropped, and with them those
+   * clients' counts. Default: a quarter of the process's heap limit.
    */
+  maxBytes?: number;
+  /** Most keys held, on top of `maxBytes`. Default: no cap but `maxBytes` (and 2^24, a Map's). */
   maxKeys?: number;
 }
 
@@ -23,6 +27,8 @@ interface Entry {
   state: unknown;
   /** The twin of the Redis key's TTL: after this the state counts as absent. */
   expiresAtUs: number;
+  /** The key's estimated heap bytes when it was written, taken off the total when it goes. */
+  bytes: number;
 }
 
 // Each decision also inspects this many stored keys for expiry per key it writes, so sweeping
@@ -33,25 +39,31 @@ const SWEEP_PER_KEY = 3;
  * Keeps rate-limit state in this process, with the same algorithms and answers as the Redis
  * store. Exact for a single instance; use `RedisStore` to share one limit across instances.
  * Expired keys are swept a few at a time as decisions are made: no timers, and memory follows
- * the number of keys in a live window.
+ * the number of keys in a live window. Beyond that, the store holds at most `maxBytes` of
+ * estimated heap (by default a quarter of the heap limit), so a flood of distinct clients
+ * cannot exhaust the process: past it, the least recently written keys are dropped.
  *
  * @example
  * ```ts
- * RateLimitModule.forRoot({ store: new MemoryStore() });
+ * RateLimitModule.forRoot({ store: new MemoryStore({ maxBytes: 256 * 1024 * 1024 }) });
  * ```
  */
 export class MemoryStore implements RateLimitStore {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;
+  private readonly maxBytes: number;
   private readonly maxKeys: number;
+  /** Estimated heap bytes of every key held: the sum of their entries' `bytes`. */
+  private bytes = 0;
   private sweep: IterableIterator<[string, Entry]> | undefined;
-  private evictCursor: IterableIterator<string> | undefined;
+  private evictCursor: IterableIterator<[string, Entry]> | undefined;
   /** The time of the call under way, for `values`. */
   private now = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.clock = options.clock ?? monotonicClock;
-    this.maxKeys = options.maxKeys ?? 1_000_000;
+    this.maxBytes = checkLimit('maxBytes', options.maxBytes) ?? defaultMemoryBudget();
+    this.maxKeys = Math.min(checkLimit('maxKeys', options.maxKeys) ?? MAP_MAX_KEYS, MAP_MAX_KEYS);
   }
 
   consume(
@@ -174,17 +186,42 @@ export class MemoryStore implements RateLimitStore {
       return entry !== undefined && entry.expiresAtUs > this.now ? entry.state : undefined;
     },
     set: (key, state, expiresAtUs) => this.write(key, state, expiresAtUs),
-    delete: (key) => void this.entries.delete(key),
+    delete: (key) => this.remove(key),
   };
 
   /**
    * Stores an entry as the most recently used: a Map iterates in insertion order, so
-   * re-inserting keeps the least recently written key first, where the bound evicts.
+   * re-inserting keeps the least recently written key first, where the bounds evict. The
+   * entry's size is estimated from its state's shape, so the total costs nothing to keep.
    */
   private write(key: string, state: unknown, expiresAtUs: number): void {
     const entries = this.entries;
-    if (!entries.delete(key) && entries.size >= this.maxKeys) this.evictOldest();
-    entries.set(key, { state, expiresAtUs });
+    const bytes = entryBytes(key, state);
+    let entry = entries.get(key);
+    if (entry !== undefined) {
+      this.bytes -= entry.bytes;
+      entries.delete(key);
+    }
+    this.bytes += bytes;
+    // Evicts before inserting, so the key being written is never the one dropped.
+    while ((this.bytes > this.maxBytes || entries.size >= this.maxKeys) && entries.size > 0) {
+      this.evictOldest();
+    }
+    if (entry === undefined) {
+      entry = { state, expiresAtUs, bytes };
+    } else {
+      entry.state = state;
+      entry.expiresAtUs = expiresAtUs;
+      entry.bytes = bytes;
+    }
+    entries.set(key, entry);
+  }
+
+  private remove(key: string): void {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.bytes -= entry.bytes;
+    this.entries.delete(key);
   }
 
   // A fresh iterator would walk past every deleted slot at the head of the Map on each eviction;
@@ -192,10 +229,12 @@ export class MemoryStore implements RateLimitStore {
   private evictOldest(): void {
     let next = this.evictCursor?.next();
     if (next === undefined || next.done) {
-      this.evictCursor = this.entries.keys();
+      this.evictCursor = this.entries.entries();
       next = this.evictCursor.next();
     }
-    if (!next.done) this.entries.delete(next.value);
+    if (next.done) return;
+    this.bytes -= next.value[1].bytes;
+    this.entries.delete(next.value[0]);
   }
 
   /** Number of keys currently held, expired ones not yet swept included. */
@@ -203,8 +242,14 @@ export class MemoryStore implements RateLimitStore {
     return this.entries.size;
   }
 
+  /** The heap the keys held take, by the store's estimate; what `maxBytes` bounds. */
+  get estimatedBytes(): number {
+    return this.bytes;
+  }
+
   close(): Promise<void> {
     this.entries.clear();
+    this.bytes = 0;
     this.sweep = undefined;
     this.evictCursor = undefined;
     return Promise.resolve();
@@ -219,7 +264,16 @@ export class MemoryStore implements RateLimitStore {
         return;
       }
       const [key, entry] = next.value;
-      if (entry.expiresAtUs <= nowUs) this.entries.delete(key);
+      if (entry.expiresAtUs <= nowUs) {
+        this.bytes -= entry.bytes;
+        this.entries.delete(key);
+      }
     }
   }
+}
+
+/** A bound given to the constructor: undefined for the default, else a positive whole number. */
+function checkLimit(field: 'maxBytes' | 'maxKeys', value: number | undefined): number | undefined {
+  if (value === undefined || (Number.isSafeInteger(value) && value > 0)) return value;
+  throw configError('MemoryStore options', field, value, 'a positive integer');
 }

@@ -1,7 +1,8 @@
 import { type Socket } from 'node:net';
 import { type Cluster, type Redis } from 'ioredis';
+import { keySlot } from './key-slot.js';
 import { ConnectionLostError } from './lost-replies.js';
-import { alreadyLoaded, isNoScript, type ScriptClient } from './script-client.js';
+import { alreadyLoaded, configRecord, isNoScript, type ScriptClient } from './script-client.js';
 
 // Shutdown must finish even if the socket never reports its end.
 const CLOSE_GRACE_MS = 2000;
@@ -39,13 +40,26 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
     },
     async loadLibrary(code) {
       // FUNCTION LOAD names no key: a cluster needs it on each master.
-      const nodes = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
       await Promise.all(
-        nodes.map((node) => node.function('LOAD', code).then(() => {}, alreadyLoaded)),
+        primaries(client).map((node) => node.function('LOAD', code).then(() => {}, alreadyLoaded)),
+      );
+    },
+    readConfig(pattern) {
+      return Promise.all(
+        primaries(client).map(async (node) => configRecord(await node.config('GET', pattern))),
       );
     },
     close: () => closeIoredis(client),
+    // A Cluster keeps each slot's nodes as `host:port`, the master first.
+    nodeOf: client.isCluster
+      ? (key) => (client as Cluster).slots[keySlot(key)]?.[0] ?? ''
+      : undefined,
   };
+}
+
+/** The server, or each master of a cluster: where commands that name no key must go. */
+function primaries(client: Redis | Cluster): Redis[] {
+  return client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
 }
 
 const untracked = <T>(sent: Promise<T>): Promise<T> => sent;

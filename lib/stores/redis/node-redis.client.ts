@@ -1,5 +1,7 @@
+import { keySlot } from './key-slot.js';
 import {
   alreadyLoaded,
+  configRecord,
   FunctionsUnsupportedError,
   isNoScript,
   type ScriptClient,
@@ -24,9 +26,12 @@ export interface NodeRedisClient {
   eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
   fCall?(fn: string, options: NodeRedisEvalOptions): Promise<unknown>;
   functionLoad?(code: string): Promise<unknown>;
+  configGet?(pattern: string): Promise<unknown>;
   /** A cluster's masters, each to hand to `nodeClient`. */
   readonly masters?: readonly unknown[];
   nodeClient?(node: unknown): Promise<NodeRedisClient> | NodeRedisClient;
+  /** A cluster's slot map: each slot's master, with its `host:port`. */
+  readonly slots?: ReadonlyArray<{ readonly master?: { readonly address?: string } } | undefined>;
   /** The same client with other command options (node-redis 5 and later). */
   withCommandOptions?(options: { timeout?: number }): NodeRedisClient;
   close(): Promise<void>;
@@ -45,7 +50,13 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
   // while the client is not ready, so for decisions the timer never fires; a profile showed it at
   // about 10% of the process. Other commands keep the owner's options.
   const decisions = client.withCommandOptions?.({ timeout: 0 }) ?? client;
+  // Only a cluster has a slot map; read through the client, which follows every topology change.
+  const nodeOf =
+    client.masters === undefined
+      ? undefined
+      : (key: string) => client.slots?.[keySlot(key)]?.master?.address ?? '';
   return {
+    nodeOf,
     library: 'node-redis',
     ready: () => client.isReady ?? client.isOpen,
     neverOpened: () => !client.isOpen,
@@ -66,13 +77,7 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
 
     async loadLibrary(code) {
       // FUNCTION LOAD names no key: a cluster needs it on each master.
-      const { masters, nodeClient } = client;
-      const nodes =
-        masters === undefined
-          ? [client]
-          : typeof nodeClient === 'function'
-            ? await Promise.all(masters.map((master) => nodeClient.call(client, master)))
-            : [];
+      const nodes = await primaries(client);
       const unsupported = (node: NodeRedisClient) =>
         typeof node.functionLoad !== 'function' || typeof client.fCall !== 'function';
       if (nodes.length === 0 || nodes.some(unsupported)) {
@@ -81,6 +86,13 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
       await Promise.all(
         nodes.map((node) => node.functionLoad!(code).then(() => {}, alreadyLoaded)),
       );
+    },
+    async readConfig(pattern) {
+      const nodes = await primaries(client);
+      if (nodes.length === 0 || nodes.some((node) => typeof node.configGet !== 'function')) {
+        throw new TypeError('this node-redis client cannot send CONFIG GET to its primaries');
+      }
+      return Promise.all(nodes.map(async (node) => configRecord(await node.configGet!(pattern))));
     },
     async close() {
       if (!client.isOpen) return;
@@ -96,4 +108,12 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
       clearTimeout(timer);
     },
   };
+}
+
+/** The client, or a client for each master of a cluster (none when the cluster cannot give one). */
+async function primaries(client: NodeRedisClient): Promise<NodeRedisClient[]> {
+  const { masters, nodeClient } = client;
+  if (masters === undefined) return [client];
+  if (typeof nodeClient !== 'function') return [];
+  return Promise.all(masters.map((master) => nodeClient.call(client, master)));
 }

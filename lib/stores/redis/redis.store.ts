@@ -45,6 +45,14 @@ export interface RedisStoreOptions {
   functions?: boolean;
 }
 
+/** What one Redis primary does when its memory is full; see {@link RedisStore.memoryPolicies}. */
+export interface MemoryPolicy {
+  /** `noeviction`, or the keys it evicts: `allkeys-lru`, `volatile-ttl`, … */
+  readonly policy: string;
+  /** The memory limit in bytes; 0 for none, under which nothing is evicted. */
+  readonly maxmemory: number;
+}
+
 // Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
 // vanish while the simulated time says it still matters.
 const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
@@ -149,6 +157,37 @@ export class RedisStore implements RateLimitStore {
         ),
       ),
     );
+  }
+
+  /**
+   * How each primary (each master of a cluster) frees memory when it is full: its
+   * `maxmemory-policy`, and its `maxmemory` in bytes (0: no limit, so nothing is ever evicted).
+   * Rejects where `CONFIG GET` is refused (an ACL, a managed service that disables it) or the
+   * client is not connected. The module reads it at bootstrap to warn when keys can be evicted.
+   *
+   * @example
+   * ```ts
+   * const evicting = (await store.memoryPolicies()).some(
+   *   ({ policy, maxmemory }) => policy !== 'noeviction' && maxmemory > 0,
+   * );
+   * ```
+   */
+  async memoryPolicies(): Promise<MemoryPolicy[]> {
+    if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
+    const configs = await this.scripts.readConfig('maxmemory*');
+    return configs.map((config) => ({
+      policy: config['maxmemory-policy'] ?? 'unknown',
+      maxmemory: Number(config.maxmemory ?? 0),
+    }));
+  }
+
+  /**
+   * The Redis node that decides on `keys`: on a cluster, the master that the client's slot map
+   * gives for their slot (`host:port`; '' until the map is known); '' for a single server.
+   */
+  nodeOf(keys: readonly string[]): string {
+    const nodeOf = this.scripts.nodeOf;
+    return nodeOf === undefined || keys.length === 0 ? '' : nodeOf(keys[0]);
   }
 
   /** Whether the client was handed over without being connected (node-redis needs `connect()`). */

@@ -36,8 +36,18 @@ export interface ScriptClient {
    * when the client cannot send the commands.
    */
   loadLibrary(code: string): Promise<void>;
+  /**
+   * CONFIG GET `pattern` on every primary (each master of a cluster): one record of parameter
+   * names to values per primary. Rejects with the server's error where CONFIG is refused.
+   */
+  readConfig(pattern: string): Promise<Array<Record<string, string>>>;
   /** Ends the connection, waiting at most a short while for pending replies. */
   close(): Promise<void>;
+  /**
+   * On a cluster client: the master serving `key`'s slot in the client's slot map, as
+   * `host:port`, or '' while the map does not know. Absent on a single-server client.
+   */
+  readonly nodeOf?: (key: string) => string;
 }
 
 /** Wraps a client of either library; undefined when `client` is neither. */
@@ -79,4 +89,17 @@ export class StoreNotConnectedError extends Error {
   constructor(library: string) {
     super(`the ${library} client is not connected; nothing was sent`);
   }
+}
+
+/** A CONFIG GET reply as a record: a flat list of names and values, a map, or a record already. */
+export function configRecord(reply: unknown): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) record[String(reply[i])] = String(reply[i + 1]);
+  } else if (reply instanceof Map) {
+    for (const [name, value] of reply) record[String(name)] = String(value);
+  } else if (reply !== null && typeof reply === 'object') {
+    for (const [name, value] of Object.entries(reply)) record[name] = String(value);
+  }
+  return record;
 }

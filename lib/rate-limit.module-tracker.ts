@@ -1,0 +1,41 @@
+import { type ExecutionContext } from '@nestjs/common';
+import { encodeKeyPart, standInKeyPart } from './keys/key-builder.js';
+import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
+import { isPromise } from './rate-limit.plan.js';
+import { EXPIRED, type FunctionBound } from './rate-limit.user-functions.js';
+import { type Transport } from './transports/transport.js';
+
+/**
+ * Who a call counts against by the module's tracker, as a key part: `getTracker`'s value, else
+ * the transport's default (user id, else IP). Only a promise is awaited, through `bound`; a
+ * `getTracker` whose promise does not settle in time leaves the default tracker to stand in,
+ * marked so that it shares no bucket with any value `getTracker` returns.
+ */
+export function moduleTracker(
+  options: Pick<ResolvedRateLimitOptions, 'getTracker' | 'ipv6Subnet'>,
+  bound: FunctionBound,
+  transport: Transport,
+  context: ExecutionContext,
+  place: string,
+  where: string,
+): string | Promise<string> {
+  const { getTracker, ipv6Subnet } = options;
+  if (getTracker === undefined) return encodeKeyPart(transport.tracker(context, ipv6Subnet));
+  const value: unknown = getTracker(context);
+  if (!isPromise(value)) return encodeKeyPart(checkTracker(value, place));
+  return bound
+    .settle(value, 'getTracker', context, where)
+    .then((settled) =>
+      settled === EXPIRED
+        ? standInKeyPart(transport.tracker(context, ipv6Subnet))
+        : encodeKeyPart(checkTracker(settled, place)),
+    );
+}
+
+function checkTracker(tracker: unknown, place: string): string {
+  if (typeof tracker === 'string' && tracker !== '') return tracker;
+  if (typeof tracker === 'number' && Number.isFinite(tracker)) return String(tracker);
+  throw new TypeError(
+    `RateLimitModule getTracker must return a non-empty string; it returned ${String(tracker)} for ${place}`,
+  );
+}

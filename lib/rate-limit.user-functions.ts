@@ -1,0 +1,175 @@
+import { type ExecutionContext } from '@nestjs/common';
+import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
+import { Deadlines } from './stores/deadlines.js';
+import { DegradedStore } from './stores/degraded.store.js';
+import { type OutageLogger } from './stores/resilient.store.js';
+import {
+  type RateLimitStore,
+  type StoreErrorHandler,
+  type StoreErrorPolicy,
+} from './stores/store.interface.js';
+
+/** The functions of yours a route awaits before it can decide. */
+export type UserFunction = 'getTracker' | 'tracker' | 'threshold' | 'period' | 'cost';
+
+/**
+ * What `onStoreError` (when a function) is told when a function of yours did not settle within
+ * `functionTimeout`: which function, and where.
+ */
+export class UserFunctionTimeoutError extends Error {
+  override readonly name = 'UserFunctionTimeoutError';
+  constructor(
+    readonly fn: UserFunction,
+    /** E.g. `@RateLimit on ItemsController.list`. */
+    readonly where: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`${fn} did not settle within ${timeoutMs}ms for ${where}`);
+  }
+}
+
+/** What a bounded promise settles to when its function did not settle in time. */
+export const EXPIRED: unique symbol = Symbol('expired');
+export type Expired = typeof EXPIRED;
+
+/** Bounds a promise one of your functions returned; see {@link UserFunctionBounds}. */
+export interface FunctionBound {
+  settle<T>(
+    value: Promise<T>,
+    fn: UserFunction,
+    context: ExecutionContext,
+    where: string,
+  ): Promise<T | Expired>;
+}
+
+// Every expiry rejects with this one object: nothing is made per expiry, and no error of the
+// function's own can be mistaken for it.
+const EXPIRY = new Error('expired');
+// A function that keeps expiring on a route is reported again after this long, with a count.
+const REPORT_EVERY_MS = 60_000;
+
+const ANSWERS: Readonly<Record<StoreErrorPolicy, string>> = {
+  memory: 'deciding it per instance in memory',
+  allow: 'allowing it',
+  deny: 'denying it with 503',
+};
+/** What stands in for a missing value while memory decides. */
+const STAND_INS: Readonly<Record<UserFunction, string>> = {
+  getTracker: 'counted by the default tracker (user id, else IP)',
+  tracker: "counted by the module's tracker",
+  threshold: 'with the default threshold',
+  period: 'with the default period',
+  cost: 'at cost 1',
+};
+
+/** Reports of one route's function that keeps expiring. */
+interface Report {
+  at: number;
+  since: number;
+}
+
+/**
+ * Puts one bound, `functionTimeout`, on every promise a route awaits from your functions
+ * (`getTracker`, a policy's `tracker`, and dynamic `threshold`, `period`, `cost`), with one shared
+ * interval: each gets the same bound, so deadlines arrive in order (see {@link Deadlines}). A
+ * function that returns a plain value never comes here. On expiry the value is missing, the
+ * request is answered as `onStoreError` says, and a warning names the route and the function,
+ * once a minute at most per route and function.
+ */
+export class UserFunctionBounds implements FunctionBound {
+  private readonly deadlines: Deadlines;
+  /** The answer for a call one of whose functions expired; calls without expiries are absent. */
+  private readonly expired = new WeakMap<ExecutionContext, StoreErrorPolicy>();
+  /**
+   * Calls in `expired` not yet asked about: while 0, no call needs looking up. A call that failed
+   * after an expiry is never asked about; the lookups it leaves are only slower, never wrong.
+   */
+  private undecided = 0;
+  private readonly reports = new Map<string, Report>();
+  private readonly timeoutMs: number;
+  private readonly onStoreError: StoreErrorPolicy | StoreErrorHandler;
+  /** What decides a call one of whose functions expired, per `onStoreError`. */
+  private readonly degraded: Readonly<Record<StoreErrorPolicy, RateLimitStore>>;
+
+  /** `memory` is the instance's memory store, which decides under `'memory'`. */
+  constructor(
+    options: Pick<ResolvedRateLimitOptions, 'functionTimeout' | 'onStoreError'>,
+    memory: RateLimitStore,
+    private readonly logger: OutageLogger,
+  ) {
+    this.timeoutMs = options.functionTimeout;
+    this.onStoreError = options.onStoreError;
+    this.deadlines = new Deadlines(this.timeoutMs, () => EXPIRY);
+    this.degraded = {
+      memory: new DegradedStore('memory', memory),
+      allow: new DegradedStore('allow', memory),
+      deny: new DegradedStore('deny', memory),
+    };
+  }
+
+  settle<T>(
+    value: Promise<T>,
+    fn: UserFunction,
+    context: ExecutionContext,
+    where: string,
+  ): Promise<T | Expired> {
+    return this.deadlines.race(value).catch((error: unknown) => {
+      if (error !== EXPIRY) throw error;
+      this.expire(fn, context, where);
+      return EXPIRED;
+    });
+  }
+
+  /**
+   * What decides the call: `store`, or, when one of its functions expired, what `onStoreError`
+   * says, as if the store had failed.
+   */
+  storeFor(context: ExecutionContext, store: RateLimitStore): RateLimitStore {
+    if (this.undecided === 0) return store;
+    const answer = this.expired.get(context);
+    if (answer === undefined) return store;
+    this.expired.delete(context);
+    this.undecided--;
+    return this.degraded[answer];
+  }
+
+  private expire(fn: UserFunction, context: ExecutionContext, where: string): void {
+    let answer = this.expired.get(context);
+    if (answer === undefined) {
+      answer = this.choose(fn, where);
+      this.expired.set(context, answer);
+      this.undecided++;
+    }
+    this.report(fn, where, answer);
+  }
+
+  /** Asks `onStoreError`, if a function; one that throws or answers nonsense gets `'memory'`. */
+  private choose(fn: UserFunction, where: string): StoreErrorPolicy {
+    const handler = this.onStoreError;
+    if (typeof handler !== 'function') return handler;
+    try {
+      // Made only for a handler: a flood of expiries builds no stack traces otherwise.
+      const chosen = handler(new UserFunctionTimeoutError(fn, where, this.timeoutMs));
+      if (chosen === 'memory' || chosen === 'allow' || chosen === 'deny') return chosen;
+    } catch {
+      // The store's own failures report a handler that throws; here it just means 'memory'.
+    }
+    return 'memory';
+  }
+
+  private report(fn: UserFunction, where: string, answer: StoreErrorPolicy): void {
+    const key = `${where}\u0000${fn}`;
+    const now = performance.now();
+    const last = this.reports.get(key);
+    if (last !== undefined && now - last.at < REPORT_EVERY_MS) {
+      last.since++;
+      return;
+    }
+    const again = last === undefined ? '' : ` (${last.since + 1} times since the last warning)`;
+    const standIn = answer === 'memory' ? `, ${STAND_INS[fn]}` : '';
+    this.reports.set(key, { at: now, since: 0 });
+    this.logger.warn(
+      `${fn} did not settle within ${this.timeoutMs}ms for ${where}${again}; ${ANSWERS[answer]}${standIn}, as onStoreError says`,
+    );
+  }
+}

@@ -1,0 +1,35 @@
+import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { leaseOf } from './decision.js';
+import { type RateLimitDecision, type RateLimitStore } from './store.interface.js';
+
+const ignore = () => {};
+
+/**
+ * Undoes in the primary store what a consume or reserve recorded when its reply came after the
+ * timeout: the fallback answered that request, and counted it, so the store's count of it is one
+ * too many. An allowed decision recorded the request in every policy (a refused one recorded
+ * nothing but a lock-out, which stays); it is given back by arrival, exactly that request, and
+ * the lease it took, if any, is freed. Sent once, not awaited and not retried: a give-back that
+ * fails (the connection dropped, the store is down or late again) leaves that one request counted.
+ */
+export function giveBackLate(
+  primary: RateLimitStore,
+  keys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+  late: RateLimitDecision,
+): void {
+  if (!late.allowed || late.degraded !== undefined) return;
+  try {
+    let refunded = costs;
+    if (leaseOf(late) !== undefined && typeof primary.release === 'function') {
+      primary.release(keys, policies, costs, late).catch(ignore);
+      // A refund frees leases too, but not exactly this one: the release does that.
+      refunded = costs.map((cost, i) => (policies[i].algorithm === 'concurrency' ? 0 : cost));
+      if (refunded.every((cost) => cost === 0)) return;
+    }
+    primary.refund?.(keys, policies, refunded, late).catch(ignore);
+  } catch {
+    // A custom store that throws instead of rejecting: the same as a give-back that failed.
+  }
+}

@@ -1,0 +1,185 @@
+import { CircuitBreaker } from './circuit-breaker.js';
+import { type StoreErrorPolicy } from './store.interface.js';
+
+/** Where outage warnings go: the module passes its Nest `Logger`. */
+export interface OutageLogger {
+  warn(message: string): void;
+  log(message: string): void;
+}
+
+/** An outage is over once its node has gone this long without a failure (seen on a success). */
+export const STABLE_MS = 1000;
+// A node in outage that no decision has been sent to for this long (its slots moved to another
+// master, say) is let go, so that `degraded` does not stay true for a node nobody uses.
+const IDLE_MS = 10_000;
+// Masters of one cluster, and a few more that a failover left behind.
+const MAX_NODES = 1024;
+
+const ANSWERS: Record<StoreErrorPolicy, string> = {
+  memory: 'limiting per instance in memory',
+  allow: 'allowing every request',
+  deny: 'denying every request with 503',
+};
+
+/**
+ * What the resilience layer knows of one server (a Cluster master, or the one Redis): its circuit
+ * breaker, the answer `onStoreError` chose for it, and its outage if one is going on.
+ */
+export class NodeHealth {
+  readonly breaker = new CircuitBreaker();
+  /** The latest decision, in send order, that this node answered. */
+  answeredUpTo = 0;
+  /** When the current outage began; undefined while the node is healthy. */
+  outageSince: number | undefined;
+  lastFailureAt = -Infinity;
+  /** The first success after the latest failure. */
+  healthySince: number | undefined;
+  /** Decisions the fallback answered for this node since its outage began. */
+  fallbackAnswers = 0;
+  lastUsedAt = 0;
+
+  constructor(
+    /** `host:port` of a Cluster master; '' for a single server, or a node not known yet. */
+    readonly name: string,
+    /** The answer while degraded: fixed, or what the handler chose for the latest error. */
+    public policy: StoreErrorPolicy,
+  ) {}
+}
+
+/**
+ * The health of each server the primary store sends decisions to, created when first used and
+ * bounded. A failure counts against a server only when nothing it answered shows it alive: a
+ * decision that fails while its server answers decisions sent after it (a slot half-way through a
+ * migration, which the client retried until the deadline) falls back alone. Logs one warning
+ * when a server's outage begins and one line when it has answered for {@link STABLE_MS} without
+ * a failure, with how many decisions the fallback answered meanwhile, however the failures and
+ * successes alternate in between.
+ */
+export class NodeHealthMap {
+  private readonly nodes = new Map<string, NodeHealth>();
+  private readonly inOutage = new Set<NodeHealth>();
+  private last: NodeHealth;
+
+  constructor(
+    private readonly initialPolicy: StoreErrorPolicy,
+    private readonly logger: OutageLogger,
+  ) {
+    this.last = this.create('');
+  }
+
+  /** The health of `node`, created on first use; marks it as used at `now`. */
+  of(node: string, now: number): NodeHealth {
+    let health = this.last;
+    if (health.name !== node) {
+      health = this.nodes.get(node) ?? this.create(node);
+      this.last = health;
+    }
+    health.lastUsedAt = now;
+    return health;
+  }
+
+  /** Whether some server is in an outage. */
+  get degraded(): boolean {
+    return this.inOutage.size > 0;
+  }
+
+  /** Decision number `sent` succeeded on `health`'s server. */
+  succeeded(health: NodeHealth, sent: number, now: number): void {
+    health.breaker.success();
+    if (sent > health.answeredUpTo) health.answeredUpTo = sent;
+    if (this.inOutage.size === 0) return;
+    if (health.outageSince !== undefined) {
+      health.healthySince ??= now;
+      if (now - health.lastFailureAt >= STABLE_MS) this.recovered(health);
+    }
+    if (this.inOutage.size > 0) this.letGoOfOthers(health, now);
+  }
+
+  /**
+   * Decision number `sent` failed on `health`'s server. `decisionOnly` says the error concerns
+   * that decision alone (a slot being migrated), not its server.
+   */
+  failed(
+    health: NodeHealth,
+    sent: number,
+    now: number,
+    error: unknown,
+    decisionOnly: boolean,
+  ): void {
+    if (decisionOnly || health.answeredUpTo > sent) {
+      // The server is alive. If this call was the breaker's probe, let another call probe.
+      health.breaker.release();
+      return;
+    }
+    health.breaker.failure(now);
+    health.lastFailureAt = now;
+    health.healthySince = undefined;
+    if (health.outageSince !== undefined) return;
+    health.outageSince = now;
+    health.fallbackAnswers = 0;
+    this.inOutage.add(health);
+    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    this.logger.warn(
+      `The rate-limit store failed${on(health)} (${reason}); ${ANSWERS[health.policy]} until it recovers`,
+    );
+  }
+
+  private recovered(health: NodeHealth): void {
+    const seconds = ((health.healthySince! - health.outageSince!) / 1000).toFixed(1);
+    this.logger.log(
+      `The rate-limit store recovered${on(health)} after ${seconds}s; the fallback answered ${health.fallbackAnswers} decisions meanwhile`,
+    );
+    this.endOutage(health);
+  }
+
+  /**
+   * Ends outages that another server's success makes moot: that of the unnamed node (a cluster
+   * client failing before it knew its slot map) once it is quiet, and that of a server no
+   * decision has gone to for a while.
+   */
+  private letGoOfOthers(answered: NodeHealth, now: number): void {
+    for (const health of this.inOutage) {
+      if (health === answered) continue;
+      if (health.name === '' && now - health.lastFailureAt >= STABLE_MS) {
+        health.healthySince ??= now;
+        this.recovered(health);
+      } else if (now - health.lastUsedAt >= IDLE_MS) {
+        this.logger.log(
+          `The rate-limit store has sent no decision to node ${health.name} for ${IDLE_MS / 1000}s; the fallback answered ${health.fallbackAnswers} decisions for it`,
+        );
+        this.endOutage(health);
+      }
+    }
+  }
+
+  private endOutage(health: NodeHealth): void {
+    health.outageSince = undefined;
+    health.healthySince = undefined;
+    this.inOutage.delete(health);
+  }
+
+  private create(node: string): NodeHealth {
+    if (this.nodes.size >= MAX_NODES) this.forgetOne();
+    const health = new NodeHealth(node, this.initialPolicy);
+    this.nodes.set(node, health);
+    return health;
+  }
+
+  /** Drops the oldest healthy node, or the oldest of all when every one is in an outage. */
+  private forgetOne(): void {
+    let victim: NodeHealth | undefined;
+    for (const health of this.nodes.values()) {
+      if (health === this.last) continue;
+      victim ??= health;
+      if (health.outageSince === undefined) {
+        victim = health;
+        break;
+      }
+    }
+    if (victim === undefined) return;
+    this.nodes.delete(victim.name);
+    this.inOutage.delete(victim);
+  }
+}
+
+const on = (health: NodeHealth) => (health.name === '' ? '' : ` on node ${health.name}`);

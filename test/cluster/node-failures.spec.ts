@@ -1,0 +1,284 @@
+/**
+ * One master of a 3-master cluster fails, or one slot is half-way through a migration: only the
+ * decisions that go there may fall back; every other key stays on Redis, exact.
+ *
+ * The nodes run with `cluster-require-full-coverage no`. With the default (`yes`), a master
+ * frozen for longer than `cluster-node-timeout` (1 s here) is flagged FAIL and the other masters
+ * refuse every command with CLUSTERDOWN: the cluster itself would take their keys off Redis, and
+ * the test could not tell that from the module doing it.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import { type INestApplication } from '@nestjs/common';
+import {
+  type RateLimitPolicy,
+  type RateLimitRootOptions,
+  RateLimitService,
+  type RedisConnection,
+} from '../../lib/index.js';
+import { keySlot } from '../../lib/stores/redis/key-slot.js';
+import { uniquePrefix } from '../contract/fixtures/app.js';
+import { CapturingLogger, createLimiterApp, sleep } from '../fault/traffic.js';
+import { CLIENT_KINDS } from '../support/clients.js';
+import { type ClusterMaster, type TestCluster } from '../support/redis-cluster.js';
+import { useCluster } from '../support/stores.js';
+import { waitFor } from '../support/wait-for.js';
+
+const TIMEOUT_MS = 100;
+// Between two decisions on one key.
+const EVERY_MS = 5;
+// Two policies, as a route with a short and a long limit has: two keys under one hash tag, each
+// kept for its period (a roomy bucket would expire at once, being full again).
+const TWO_POLICIES: RateLimitPolicy[] = [
+  { period: '1h', threshold: 1_000_000, name: 'hour' },
+  { period: '1d', threshold: 1_000_000, name: 'day', algorithm: 'fixed-window' },
+];
+
+interface KeyedSample {
+  key: string;
+  /** `performance.now()` when it was sent. */
+  at: number;
+  degraded: string | undefined;
+  allowed: boolean;
+  error: unknown;
+}
+
+const serves = (master: ClusterMaster, slot: number) =>
+  master.slots.some(([from, to]) => slot >= from && slot <= to);
+
+/** `count` fresh service keys whose hash slot `master` serves, and those slots. */
+async function keysOn(cluster: TestCluster, master: ClusterMaster, count: number) {
+  const admin = cluster.admin(master);
+  const keys: string[] = [];
+  while (keys.length < count) {
+    const key = `node-${randomUUID()}`;
+    // The service puts the whole key in the hash tag, so its slot is that of the key itself.
+    if (serves(master, (await admin.call('CLUSTER', 'KEYSLOT', key)) as number)) keys.push(key);
+  }
+  return keys;
+}
+
+/**
+ * Open-loop traffic, as requests reach an app whatever the store does: one decision per key
+ * every {@link EVERY_MS} ms until `stop` resolves (20 s at most), so that decisions on a server
+ * that does not answer pile up as they would in production. Resolves once all are answered.
+ */
+async function trafficOn(
+  app: INestApplication,
+  keys: readonly string[],
+  stop: Promise<unknown>,
+): Promise<KeyedSample[]> {
+  const limiter = app.get(RateLimitService);
+  const samples: KeyedSample[] = [];
+  const pending: Array<Promise<void>> = [];
+  const send = (key: string) => {
+    const at = performance.now();
+    return limiter.consume(key, TWO_POLICIES).then(
+      (d) => void samples.push({ key, at, degraded: d.degraded, allowed: d.allowed, error: null }),
+      (error: unknown) =>
+        void samples.push({ key, at, degraded: undefined, allowed: false, error }),
+    );
+  };
+  const timer = setInterval(() => {
+    for (const key of keys) pending.push(send(key));
+  }, EVERY_MS);
+  await Promise.race([stop.catch(() => {}), sleep(20_000)]);
+  clearInterval(timer);
+  await Promise.all(pending);
+  return samples;
+}
+
+/** Sequential decisions on a fresh key of `master`, limit 5 of 8: how many passed, and how. */
+async function exactOn(cluster: TestCluster, app: INestApplication, master: ClusterMaster) {
+  const [key] = await keysOn(cluster, master, 1);
+  const limiter = app.get(RateLimitService);
+  const decisions = [];
+  for (let i = 0; i < 8; i++) {
+    decisions.push(await limiter.consume(key, { period: '1h', threshold: 5 }));
+  }
+  return {
+    allowed: decisions.filter((d) => d.allowed).length,
+    degraded: decisions.filter((d) => d.degraded !== undefined).length,
+  };
+}
+
+const rows: string[] = [];
+
+describe('per-node failures on a 3-master cluster', () => {
+  const cluster = useCluster({
+    replicas: 0,
+    own: true,
+    nodeArgs: ['--cluster-require-full-coverage', 'no'],
+  });
+  let app: INestApplication | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  afterAll(() => {
+    process.stdout.write(
+      `\nPer-node failures (timeout ${TIMEOUT_MS} ms):\n` +
+        '| client | fault | decisions on | answered by the fallback | warnings | recoveries |\n' +
+        `|---|---|---|---|---|---|\n${rows.join('\n')}\n`,
+    );
+  });
+
+  async function startApp(kind: (typeof CLIENT_KINDS)[number], extra: RateLimitRootOptions = {}) {
+    const logger = new CapturingLogger();
+    const client = await cluster().connect(kind);
+    app = await createLimiterApp(
+      {
+        redis: client as RedisConnection,
+        timeout: TIMEOUT_MS,
+        keyPrefix: uniquePrefix(),
+        ...extra,
+      },
+      logger,
+    );
+    return logger;
+  }
+
+  it('computes the hash slot of a key as Redis does', async () => {
+    const admin = cluster().admin((await cluster().masters())[0]);
+    const keys = ['123456789', '{}', 'x{}y{z}', '{a}{b}', 'a{', '}{a}', 'p:{café|ü}:0:sw'];
+    for (let i = 0; i < 200; i++) {
+      const tag = String.fromCodePoint(
+        ...Array.from({ length: i % 7 }, (_, j) => 32 + ((i * 31 + j * 977) % 3000)),
+      );
+      keys.push(`p:{${tag}}:${i}`, `${randomUUID()}${i % 2 ? '{' : ''}`);
+    }
+    for (const key of keys) {
+      expect([key, keySlot(key)]).toEqual([key, await admin.call('CLUSTER', 'KEYSLOT', key)]);
+    }
+  });
+
+  describe.each(CLIENT_KINDS)('through %s', (kind) => {
+    it('a frozen master (SIGSTOP for 3 s) sends only its own keys to the fallback', async () => {
+      const logger = await startApp(kind);
+      const masters = await cluster().masters();
+      expect(masters).toHaveLength(3);
+      const [victim, ...healthy] = masters;
+      const victimKeys = await keysOn(cluster(), victim, 2);
+      const healthyKeys = (await Promise.all(healthy.map((m) => keysOn(cluster(), m, 2)))).flat();
+      const limiter = app!.get(RateLimitService);
+      // Connections to every master are open before the fault.
+      for (const key of [...victimKeys, ...healthyKeys]) {
+        expect((await limiter.consume(key, TWO_POLICIES)).degraded).toBeUndefined();
+      }
+
+      const node = cluster().nodes.find((n) => n.port === victim.port)!;
+      let exact: Array<Promise<{ allowed: number; degraded: number }>> = [];
+      let [frozenAt, thawedAt] = [Infinity, Infinity];
+      const fault = (async () => {
+        await sleep(300);
+        node.freeze(true);
+        frozenAt = performance.now();
+        try {
+          await sleep(1000);
+          // While the victim is frozen, on each healthy master.
+          exact = healthy.map((m) => exactOn(cluster(), app!, m));
+          await Promise.all(exact);
+          await sleep(2000);
+        } finally {
+          node.freeze(false);
+          thawedAt = performance.now();
+        }
+        // Long enough for the victim's outage to be seen over (1 s without a failure).
+        await sleep(2000);
+      })();
+      const samples = await trafficOn(app!, [...victimKeys, ...healthyKeys], fault);
+      await fault;
+
+      const onHealthy = samples.filter((s) => healthyKeys.includes(s.key));
+      const onVictim = samples.filter((s) => victimKeys.includes(s.key));
+      const fellBack = (of: KeyedSample[]) => of.filter((s) => s.degraded !== undefined).length;
+      const recoveries = logger.messages.filter((m) => m.includes('recovered'));
+      const whileFrozen = (of: KeyedSample[]) =>
+        of.filter((s) => s.at >= frozenAt && s.at < thawedAt);
+      const share = (of: KeyedSample[]) =>
+        `${fellBack(of)} of ${of.length} (${((100 * fellBack(of)) / of.length).toFixed(1)}%)`;
+      rows.push(
+        `| ${kind} | SIGSTOP one master 3 s | other masters', sent while it was frozen | ${share(whileFrozen(onHealthy))} | ${logger.warnings.length} | ${recoveries.length} |`,
+        `| ${kind} | SIGSTOP one master 3 s | frozen master's, sent while it was frozen | ${share(whileFrozen(onVictim))} | | |`,
+      );
+
+      expect(samples.filter((s) => s.error !== null)).toEqual([]);
+      // The fault was real: the frozen master's keys fell back...
+      expect(fellBack(onVictim)).toBeGreaterThan(0);
+      // ...and no other key did, and limits on the other masters stayed exact.
+      expect(onHealthy.length).toBeGreaterThan(100);
+      expect(fellBack(onHealthy)).toBe(0);
+      expect(await Promise.all(exact)).toEqual(healthy.map(() => ({ allowed: 5, degraded: 0 })));
+      // One warning, naming the frozen master, and one line when it is back.
+      expect(logger.warnings).toHaveLength(1);
+      expect(logger.warnings[0]).toContain(`:${victim.port} `);
+      expect(recoveries).toHaveLength(1);
+      expect(recoveries[0]).toContain(`:${victim.port} `);
+
+      // Let the cluster clear the FAIL flag it put on the victim before the next test.
+      await waitFor('all three masters healthy', 20_000, async () =>
+        (await cluster().masters()).length === 3 ? true : 'a master is still flagged',
+      );
+      await cluster().waitUntilOk();
+    }, 60_000);
+
+    it('a slot half-way through a migration sends only its own decision to the fallback', async () => {
+      // Under 'deny', a fallback answer is a refusal: any key wrongly taken off Redis shows.
+      const logger = await startApp(kind, { onStoreError: 'deny' });
+      const [source, target, third] = await cluster().masters();
+      const [moving, nextDoor] = await keysOn(cluster(), source, 2);
+      const unrelated = [
+        nextDoor,
+        ...(await keysOn(cluster(), target, 1)),
+        ...(await keysOn(cluster(), third, 1)),
+      ];
+      const limiter = app!.get(RateLimitService);
+      for (const key of [moving, ...unrelated]) {
+        expect((await limiter.consume(key, TWO_POLICIES)).degraded).toBeUndefined();
+      }
+      const onSource = cluster().admin(source);
+      const onTarget = cluster().admin(target);
+      const slot = (await onSource.call('CLUSTER', 'KEYSLOT', moving)) as number;
+      const keys = (await onSource.call('CLUSTER', 'GETKEYSINSLOT', slot, 10)) as string[];
+      expect(keys).toHaveLength(2);
+
+      const fault = (async () => {
+        await sleep(300);
+        await onTarget.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id);
+        await onSource.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', target.id);
+        // One of the decision's two keys moves: the decision gets TRYAGAIN until the other does.
+        await onSource.call('MIGRATE', target.host, target.port, '', 0, 5000, 'KEYS', keys[0]);
+        await sleep(1500);
+        await onSource.call('MIGRATE', target.host, target.port, '', 0, 5000, 'KEYS', keys[1]);
+        for (const master of [target, source, third]) {
+          await cluster().admin(master).call('CLUSTER', 'SETSLOT', slot, 'NODE', target.id);
+        }
+        await sleep(1500);
+      })();
+      const samples = await trafficOn(app!, [moving, ...unrelated], fault);
+      await fault;
+
+      const onUnrelated = samples.filter((s) => unrelated.includes(s.key));
+      const onMoving = samples.filter((s) => s.key === moving);
+      const denied = (of: KeyedSample[]) => of.filter((s) => s.degraded === 'deny').length;
+      rows.push(
+        `| ${kind} | half-migrated slot 1.5 s, 'deny' | other keys' (one on the same master) | ${denied(onUnrelated)} of ${onUnrelated.length} | ${logger.warnings.length} | |`,
+        `| ${kind} | half-migrated slot 1.5 s, 'deny' | the migrating decision's | ${denied(onMoving)} of ${onMoving.length} | | |`,
+      );
+
+      expect(samples.filter((s) => s.error !== null)).toEqual([]);
+      // The migration was real: the decision over the half-moved slot could not be made...
+      expect(denied(onMoving)).toBeGreaterThan(0);
+      // ...and it is made on the new master once the slot has moved.
+      expect(onMoving.at(-1)!.degraded).toBeUndefined();
+      // No other key was refused, not even one on the same master.
+      expect(onUnrelated.filter((s) => s.key === nextDoor).length).toBeGreaterThan(50);
+      expect(denied(onUnrelated)).toBe(0);
+      // A decision's own trouble is no outage of its server.
+      expect(logger.warnings).toEqual([]);
+      expect(await onTarget.exists(...keys)).toBe(2);
+    }, 60_000);
+  });
+});
