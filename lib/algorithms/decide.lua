@@ -20,10 +20,13 @@
 --          <limit> <burst> <lock-out µs; 0: none> <cost>". A policy with a lock-out that rejects a
 --          request locks its key out from that moment: its state is replaced by the lock-out (see
 --          lock_of), and every request meanwhile is rejected without touching it.
+-- keys[#argv - 1], when there is one more key than policies: the decision's id key (see
+--          `once` below). A decision that writes carries one, so that it never applies twice.
 --
 -- Reply: { allowed, then four per policy: allowed, remaining, retry_after_us (-1: never),
 --          reset_after_ms, then now (µs), then the lease id when a concurrency policy took one };
---          { -1, now } when it came too late and did nothing.
+--          { -1, now } when it came too late and did nothing. A decision whose id key is set
+--          answers the reply stored there, and does nothing.
 
 -- Policies by their argument. A function library keeps them between calls, so that each route's
 -- policy is parsed once; a script starts afresh on every call. Never changed once parsed, and
@@ -56,6 +59,23 @@ local function costless(p)
   return { algorithm = p.algorithm, period = p.period, limit = p.limit, burst = p.burst, cost = 0, block = p.block }
 end
 
+-- A decision's id key lives while a copy of the decision could still be accepted: until its
+-- deadline (a copy arriving later is refused above), plus a margin for the rounding to ms; with no
+-- deadline, for a fixed while. RedisStore keeps its retries within the same bounds.
+local ONCE_MARGIN_MS, ONCE_WITHOUT_DEADLINE_MS = 100, 5000
+
+-- Stores the reply of a decision that carries an id key, so that a copy of it (resent by a client
+-- after a reconnect, or retried by the store after a lost reply) answers the same and applies
+-- nothing. A consume or reserve that was rejected applied nothing that a second run would apply
+-- again, so only its answer could differ; it stores nothing, which keeps rejections cheap.
+local function remember(once, deadline, now, op, reply)
+  if once and (reply[1] == 1 or (op ~= 'c' and op ~= 'w')) then
+    local ttl = deadline and ms(deadline - now) + ONCE_MARGIN_MS or ONCE_WITHOUT_DEADLINE_MS
+    redis.call('SET', once, cmsgpack.pack(reply), 'PX', ttl)
+  end
+  return reply
+end
+
 local function lock_out(key, p, now, slack)
   redis.call('SET', key, -(now + p.block), 'PX', ms(p.block) + slack)
 end
@@ -78,7 +98,7 @@ local function rejected(key, p, now, slack, op, retry, w1, w2, lock)
 end
 
 local function decide(keys, argv)
-  local now, slack = nil, 0
+  local now, slack, deadline = nil, 0, nil
   local clock = argv[2]
   if string.byte(clock, 1) == 116 then -- 't'
     local at, pad = string.match(clock, '^t(%S+):(%S+)$')
@@ -89,9 +109,17 @@ local function decide(keys, argv)
     -- A decision that reaches Redis after its caller stopped waiting (a paused server, a command
     -- a client queued or resent) was already answered by the fallback: counting it would count
     -- that request twice.
-    local deadline = tonumber(clock)
+    deadline = tonumber(clock)
     if deadline and now > deadline then
       return { -1, now }
+    end
+  end
+  local once = nil
+  if #keys > #argv - 2 then
+    once = table.remove(keys)
+    local first = redis.call('GET', once)
+    if first then
+      return cmsgpack.unpack(first)
     end
   end
   local op, at = argv[1], nil
@@ -113,7 +141,7 @@ local function decide(keys, argv)
     else
       remaining, reset, retry = rejected(key, p, now, slack, op, retry, w1, w2, lock)
     end
-    return { allowed, allowed, remaining, retry, reset, now, lease }
+    return remember(once, deadline, now, op, { allowed, allowed, remaining, retry, reset, now, lease })
   end
 
   local policies, checks, lost = {}, {}, false
@@ -173,5 +201,5 @@ local function decide(keys, argv)
   end
   reply[#reply + 1] = now
   reply[#reply + 1] = lease
-  return reply
+  return remember(once, deadline, now, op, reply)
 end

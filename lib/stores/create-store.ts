@@ -28,10 +28,14 @@ const CONNECT_TIMEOUT_MS = 2000;
 /**
  * Defaults for clients the module creates: fail at once while disconnected instead of queueing
  * commands (the fallback answers meanwhile), retry a command at most once, and keep reconnecting
- * quickly so shared limiting resumes soon after Redis is back. Options you pass override them.
+ * quickly so shared limiting resumes soon after Redis is back. Commands whose replies a reset
+ * connection lost are sent again on reconnect: each decision carries an id, so Redis answers a
+ * copy of one it ran with its first answer (turned off, ioredis would never settle them, and the
+ * fallback would answer decisions Redis had counted). Options you pass override them.
  */
 export const CLIENT_DEFAULTS: Readonly<RedisOptions> = Object.freeze({
   enableOfflineQueue: false,
+  autoResendUnfulfilledCommands: true,
   maxRetriesPerRequest: 1,
   connectTimeout: CONNECT_TIMEOUT_MS,
   retryStrategy: (attempt: number) => Math.min(50 * attempt, 250),

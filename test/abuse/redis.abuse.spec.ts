@@ -21,6 +21,7 @@ import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';
+import { stateKeys } from '../support/decision-ids.js';
 
 // An hour: the fixed window's keys live to the end of a clock-aligned window, and a minute's
 // boundary falling during the run would expire the keys written before it.
@@ -107,7 +108,7 @@ describe('hostile trackers through Redis', () => {
     await Promise.all(apps.splice(0).map((a) => a.close()));
   });
 
-  /** Every key under `prefix`, read back from the server. */
+  /** Every key under `prefix` that holds rate-limit state, read back from the server. */
   async function keysUnder(prefix: string): Promise<string[]> {
     const found: string[] = [];
     let cursor = '0';
@@ -116,7 +117,7 @@ describe('hostile trackers through Redis', () => {
       found.push(...batch);
       cursor = next;
     } while (cursor !== '0');
-    return found;
+    return stateKeys(found);
   }
 
   /**

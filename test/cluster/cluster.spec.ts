@@ -17,6 +17,7 @@ import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/fixtures/app.
 import { storeContract } from '../contract/store.suite.js';
 import { CLIENT_KINDS } from '../support/clients.js';
 import { TestClock, useCluster, useRedis } from '../support/stores.js';
+import { stateKeys } from '../support/decision-ids.js';
 
 const cluster = useCluster();
 
@@ -227,7 +228,8 @@ describe.each(CLIENT_KINDS)('a Nest app on a 3-master Redis Cluster through %s',
       }),
     );
     for (const { keys } of placed) expect(keys.length).toBeGreaterThan(0);
-    expect(placed.flatMap((p) => p.keys)).toHaveLength(300 * 3);
+    // Three keys of state per tracker; the decisions' id keys, while they live, in the same slot.
+    expect(stateKeys(placed.flatMap((p) => p.keys))).toHaveLength(300 * 3);
 
     const decisions = new Map<string, Array<{ node: number; slot: number }>>();
     for (const [node, { keys, slots }] of placed.entries()) {
@@ -241,7 +243,7 @@ describe.each(CLIENT_KINDS)('a Nest app on a 3-master Redis Cluster through %s',
     }
     expect(decisions.size).toBe(300);
     for (const placements of decisions.values()) {
-      expect(placements).toHaveLength(3);
+      expect(placements.length).toBeGreaterThanOrEqual(3);
       expect(new Set(placements.map((p) => `${p.node}/${p.slot}`)).size).toBe(1);
     }
   });

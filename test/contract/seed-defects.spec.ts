@@ -12,6 +12,7 @@ import { resolvePolicy } from '../../lib/rate-limit.policy.js';
 import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
 import { entriesOf, unitsIn } from '../support/weighted-sets.js';
 import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
+import { isDecisionIdKey, stateKeys } from '../support/decision-ids.js';
 
 const SEED_000 = '000_7e1dcc959a08d978';
 const SEED_001 = '001_97de4ce48a58e2e4';
@@ -241,7 +242,7 @@ describe('seed defects that need Redis', () => {
       const p = policy('1h', 1000, algorithm);
       const sizeAfter = async (n: number) => {
         for (let i = 0; i < n; i++) await consumeOne(store, key, p);
-        const keys = await client.keys(`${key}*`);
+        const keys = stateKeys(await client.keys(`${key}*`));
         expect(keys).toHaveLength(1);
         return Number(await client.memory('USAGE', keys[0]));
       };
@@ -298,7 +299,7 @@ describe('seed defects that need Redis', () => {
   });
 
   it.each<Algorithm>([...ALGORITHMS])(
-    `${SEED_004}: %s writes only the key it is given, always with a TTL, allowed or rejected`,
+    `${SEED_004}: %s writes only the key it is given and its allowed decisions' ids, always with a TTL`,
     async (algorithm) => {
       const client = redis().shared;
       const store = new RedisStore({ client });
@@ -309,7 +310,16 @@ describe('seed defects that need Redis', () => {
       for (let i = 0; i < 4; i++) answers.push((await consumeOne(store, key, p)).allowed);
 
       expect(answers).toEqual([true, true, false, false]);
-      expect(await client.keys(`${tag}*`)).toEqual([key]);
+      const written = await client.keys(`${tag}*`);
+      expect(stateKeys(written)).toEqual([key]);
+      // A rejection applied nothing, so it keeps no id; with no deadline, an id lives 5 s.
+      const ids = written.filter(isDecisionIdKey);
+      expect(ids).toHaveLength(2);
+      for (const id of ids) {
+        expect(id.startsWith(`${tag}:id:`)).toBe(true);
+        expect(await client.pttl(id)).toBeGreaterThan(0);
+        expect(await client.pttl(id)).toBeLessThanOrEqual(5000);
+      }
       const ttl = await client.pttl(key);
       expect(ttl).toBeGreaterThan(0);
       // The sliding counter keeps a window's count through the next window.

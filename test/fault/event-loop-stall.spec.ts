@@ -11,6 +11,7 @@ import { RateLimitModule, type RateLimitPolicy, RateLimitService } from '../../l
 import { CLIENT_KINDS } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { unitsIn } from '../support/weighted-sets.js';
+import { stateKeys } from '../support/decision-ids.js';
 
 const IN_FLIGHT = 256;
 const STALL_MS = 200;
@@ -71,7 +72,7 @@ describe.each(CLIENT_KINDS)('a stall of this process is not a slow Redis (%s)', 
     const decisions = await Promise.all(inFlight);
 
     const degraded = decisions.filter((d) => d.degraded !== undefined).length;
-    const [key] = await redis.shared.keys(`${prefix}:{burst}*`);
+    const [key] = stateKeys(await redis.shared.keys(`${prefix}:{burst}*`));
     const counted = key === undefined ? 0 : await unitsIn(redis.shared, key);
     console.log(
       `${kind}: ${IN_FLIGHT - answeredBeforeStall} of ${IN_FLIGHT} in flight when the stall began; ` +

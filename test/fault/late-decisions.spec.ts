@@ -52,7 +52,7 @@ describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s
 
   /** What Redis has counted for the key `victim`. */
   async function victimCount(): Promise<number> {
-    const [key] = await redis.shared.keys(`${prefix}:{victim}*`);
+    const [key] = await redis.shared.keys(`${prefix}:{victim}:0:*`);
     return key === undefined ? 0 : unitsIn(redis.shared, key);
   }
 

@@ -18,6 +18,7 @@ import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { unitsIn } from '../support/weighted-sets.js';
 import { sleep } from './traffic.js';
+import { stateKeys } from '../support/decision-ids.js';
 
 const DELAY_MS = 60;
 const TIMEOUT_MS = 100;
@@ -86,7 +87,7 @@ describe.each(CLIENT_KINDS)(`late replies, ${DELAY_MS} ms each way (%s)`, (kind)
 
       // Every key the decisions wrote, and the units each still counts (a sliding log's requests,
       // the leases held).
-      const keys = await redis.shared.keys(`${prefix}:{victim}*`);
+      const keys = stateKeys(await redis.shared.keys(`${prefix}:{victim}*`));
       const fromRedis = decisions.filter((d) => d.degraded === undefined).length;
       for (const key of keys) {
         const counted = await unitsIn(redis.shared, key);

@@ -10,6 +10,7 @@ import { useRedis } from '../support/stores.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { createGraphQLApp } from './fixtures/graphql-app.js';
 import { LogCapture } from './fixtures/log-capture.js';
+import { stateKeys } from '../support/decision-ids.js';
 
 interface GraphQLErrorBody {
   message: string;
@@ -125,7 +126,7 @@ describe('GraphQL resolvers (Apollo on Express)', () => {
     const added = await series(a, 'mutation { addBook { title } }', 2, user);
     expect(outcomes(added, 'addBook')).toEqual(['ok', 'TOO_MANY_REQUESTS']);
 
-    const keys = (await redis().client().keys(`${keyPrefix}:*`)).sort();
+    const keys = stateKeys(await redis().client().keys(`${keyPrefix}:*`)).sort();
     expect(keys).toEqual([
       `${keyPrefix}:{Mutation.addBook|user:${user}}:0:sw:1-per-1m`,
       `${keyPrefix}:{Query.books|user:${user}}:0:sw:2-per-30s`,

@@ -8,6 +8,7 @@ import { waitFor } from '../support/wait-for.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { LogCapture } from './fixtures/log-capture.js';
 import { AuditLog, createRpcApp, type RpcApp } from './fixtures/rpc-app.js';
+import { stateKeys } from '../support/decision-ids.js';
 
 /** What the client receives when the microservice turns a message away. */
 interface RpcErrorPayload {
@@ -107,7 +108,7 @@ describe('microservice handlers over TCP', () => {
 
     // Nest sends an object pattern as JSON; its braces are escaped in the key.
     const route = 'rpc:%7B"cmd":"sum"%7D';
-    expect((await redis().client().keys(`${keyPrefix}:*`)).sort()).toEqual(
+    expect(stateKeys(await redis().client().keys(`${keyPrefix}:*`)).sort()).toEqual(
       [`user:${alice}`, `user:${bob}`, 'ip:127.0.0.1']
         .map((tracker) => `${keyPrefix}:{${route}|${tracker}}:0:sw:2-per-1s`)
         .sort(),

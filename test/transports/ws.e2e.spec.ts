@@ -8,6 +8,7 @@ import { useRedis } from '../support/stores.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { LogCapture } from './fixtures/log-capture.js';
 import { connect, createWsApp } from './fixtures/ws-app.js';
+import { stateKeys } from '../support/decision-ids.js';
 
 /** What the gateway's exception filter sends on the `exception` event. */
 interface ExceptionPayload {
@@ -124,7 +125,7 @@ describe('WebSocket gateways (Socket.IO)', () => {
     expect(codes(await series(await client(a, alice), 'chat', 1))).toEqual([429]);
     expect(codes(await series(await client(a, bob), 'chat', 2))).toEqual(['ok', 'ok']);
 
-    const keys = (await redis().client().keys(`${keyPrefix}:*`)).sort();
+    const keys = stateKeys(await redis().client().keys(`${keyPrefix}:*`)).sort();
     expect(keys).toEqual(
       [alice, bob].map((user) => `${keyPrefix}:{ws:chat|user:${user}}:0:sw:2-per-1s`).sort(),
     );
@@ -135,7 +136,7 @@ describe('WebSocket gateways (Socket.IO)', () => {
     const a = await app({ keyPrefix });
     expect(codes(await series(await client(a), 'chat', 2))).toEqual(['ok', 'ok']);
     expect(codes(await series(await client(a), 'chat', 1))).toEqual([429]);
-    expect(await redis().client().keys(`${keyPrefix}:*`)).toEqual([
+    expect(stateKeys(await redis().client().keys(`${keyPrefix}:*`))).toEqual([
       `${keyPrefix}:{ws:chat|ip:127.0.0.1}:0:sw:2-per-1s`,
     ]);
   });

@@ -34,7 +34,7 @@ export class AnswerDeadline {
   private periodEndsUs = 0;
   private readonly timeoutUs: number;
 
-  constructor(timeoutMs: number) {
+  constructor(readonly timeoutMs: number) {
     this.timeoutUs = timeoutMs * 1000;
   }
 

@@ -1,6 +1,7 @@
 import { type Socket } from 'node:net';
 import { type Cluster, type Redis } from 'ioredis';
 import { keySlot } from './key-slot.js';
+import { ConnectionLostError } from './lost-replies.js';
 import { alreadyLoaded, configRecord, isNoScript, type ScriptClient } from './script-client.js';
 
 // Shutdown must finish even if the socket never reports its end.
@@ -9,6 +10,7 @@ const CLOSE_GRACE_MS = 2000;
 /** Runs the store's scripts on an ioredis `Redis` or `Cluster`. */
 export function ioredisScripts(client: Redis | Cluster): ScriptClient {
   const batch = client.isCluster ? () => {} : writeBatcher(client as Redis);
+  const tracked = client.isCluster ? untracked : lostOnClose(client as Redis);
   return {
     library: 'ioredis',
     ready() {
@@ -18,17 +20,23 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
       return client.status === 'ready';
     },
     neverOpened: () => false,
+    onReady(listener) {
+      client.on('ready', listener);
+    },
     run(script, keys, args) {
       batch();
-      return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
-        if (!isNoScript(error)) throw error;
-        // EVAL both runs the script and puts it back in the server's cache for the next EVALSHA.
-        return client.eval(script.lua, keys.length, ...keys, ...args);
-      });
+      const sent = client.evalsha(script.sha, keys.length, ...keys, ...args);
+      return tracked(
+        sent.catch((error: unknown) => {
+          if (!isNoScript(error)) throw error;
+          // EVAL both runs the script and puts it back in the server's cache for the next EVALSHA.
+          return client.eval(script.lua, keys.length, ...keys, ...args);
+        }),
+      );
     },
     call(fn, keys, args) {
       batch();
-      return client.fcall(fn, keys.length, ...keys, ...args);
+      return tracked(client.fcall(fn, keys.length, ...keys, ...args));
     },
     async loadLibrary(code) {
       // FUNCTION LOAD names no key: a cluster needs it on each master.
@@ -52,6 +60,38 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
 /** The server, or each master of a cluster: where commands that name no key must go. */
 function primaries(client: Redis | Cluster): Redis[] {
   return client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
+}
+
+const untracked = <T>(sent: Promise<T>): Promise<T> => sent;
+
+/**
+ * With `autoResendUnfulfilledCommands` off, ioredis drops the commands awaiting a reply when the
+ * connection closes, and never settles them: Redis may have run them, and nobody would learn that
+ * their replies were lost. For such a client, decisions in flight are rejected with a
+ * {@link ConnectionLostError} when it closes, so that the store can send them again. A client
+ * that resends (the default) sends them itself, and costs nothing here.
+ */
+function lostOnClose(client: Redis): <T>(sent: Promise<T>) => Promise<T> {
+  if (client.options.autoResendUnfulfilledCommands !== false) return untracked;
+  const inFlight = new Set<(error: Error) => void>();
+  client.on('close', () => {
+    for (const reject of inFlight) reject(new ConnectionLostError());
+    inFlight.clear();
+  });
+  return <T>(sent: Promise<T>) =>
+    new Promise<T>((resolve, reject) => {
+      inFlight.add(reject);
+      sent.then(
+        (reply) => {
+          inFlight.delete(reject);
+          resolve(reply);
+        },
+        (error: unknown) => {
+          inFlight.delete(reject);
+          reject(error);
+        },
+      );
+    });
 }
 
 // Decisions written together at most: Redis starts on a batch while the next is still being

@@ -36,6 +36,8 @@ export interface NodeRedisClient {
   withCommandOptions?(options: { timeout?: number }): NodeRedisClient;
   close(): Promise<void>;
   destroy(): void;
+  /** Its events; `ready` after each (re)connection. */
+  on?(event: 'ready', listener: () => void): unknown;
 }
 
 // Shutdown must finish even if the server never answers what is pending.
@@ -58,6 +60,9 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
     library: 'node-redis',
     ready: () => client.isReady ?? client.isOpen,
     neverOpened: () => !client.isOpen,
+    onReady(listener) {
+      client.on?.('ready', listener);
+    },
     run(script, keys, args) {
       // Cluster routing reads the first key, so every key of a decision shares its hash tag.
       const options = { keys: keys as string[], arguments: args as string[] };

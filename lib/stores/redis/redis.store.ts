@@ -10,6 +10,8 @@ import {
 } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { DecisionRunner } from './decision-runner.js';
+import { decisionIdKey } from './decision-id.js';
+import { lostInFlight, ReconnectWaiters } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, type DecisionScript } from './scripts.js';
 
@@ -23,9 +25,11 @@ export interface RedisStoreOptions {
   ownsClient?: boolean;
   /**
    * How long the caller waits for a decision, in ms: a decision that reaches Redis later than
-   * that (a paused server, a command a client queued or resent after a reconnect) records
-   * nothing, because the caller's fallback has answered it already. The module sets it to its
-   * `timeout`. Unset: no deadline.
+   * that (a paused server, a command a client queued or resent late) records nothing, because the
+   * caller's fallback has answered it already. A copy that arrives in time is answered by the
+   * decision's id (see docs/redis.md, Decision ids), and a decision whose reply was lost is sent
+   * again within this time. The module sets it to its `timeout`. Unset: no deadline; ids are kept
+   * 5 s, and lost decisions are sent again within 4 s.
    */
   answerWithinMs?: number;
   /**
@@ -53,6 +57,16 @@ export interface MemoryPolicy {
 // vanish while the simulated time says it still matters.
 const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
 
+// A decision whose reply was lost is sent again at most this many times.
+const MAX_RESENDS = 2;
+// With no deadline, Redis keeps a decision's id for 5 s (see decide.lua): a copy sent later
+// could apply again, so resending stops well before.
+const RESEND_WITHOUT_DEADLINE_MS = 4000;
+
+// The operations that apply something, and so carry an id: consume, reserve, refund, block,
+// reset. A peek applies nothing; a release or renewal applied twice leaves what once does.
+const APPLIES: Readonly<Record<string, boolean>> = { c: true, w: true, r: true, b: true, x: true };
+
 /**
  * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
  * Lua call over all of a route's policies, reading the time from Redis itself: an FCALL of the
@@ -75,6 +89,7 @@ export class RedisStore implements RateLimitStore {
   private readonly ownsClient: boolean;
   private readonly clock: Clock | undefined;
   private deadline: AnswerDeadline | undefined;
+  private readonly reconnected: ReconnectWaiters;
 
   constructor(options: RedisStoreOptions) {
     const scripts = scriptClientFor(options?.client);
@@ -86,6 +101,7 @@ export class RedisStore implements RateLimitStore {
     this.client = options.client;
     this.scripts = scripts;
     this.runner = new DecisionRunner(scripts, options.functions ?? true);
+    this.reconnected = new ReconnectWaiters(scripts);
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
     // A simulated clock has no relation to the time at which Redis runs the script.
@@ -284,7 +300,16 @@ export class RedisStore implements RateLimitStore {
     args[0] = op;
     args[1] = this.clockArg();
     for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], blockUs);
-    const reply = (await this.runner.run(scriptFor(policies), keys, args)) as number[];
+    // One more key than policies: the decision's id key, so that no copy of it applies again.
+    const sent = APPLIES[op[0]] && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
+    const script = scriptFor(policies);
+    const sentAt = performance.now();
+    let reply: number[];
+    try {
+      reply = (await this.runner.run(script, sent, args)) as number[];
+    } catch (error) {
+      reply = await this.sendAgain(error, script, sent, args, sentAt);
+    }
     if (reply[0] === -1) {
       this.deadline?.observe(reply[1]);
       throw new StoreLateError();
@@ -293,6 +318,32 @@ export class RedisStore implements RateLimitStore {
     const at = 1 + 4 * n;
     this.deadline?.observe(reply[at]);
     return decisionFromReply(reply, policies, reply[at], reply[at + 1], op[0] === 'w', true);
+  }
+
+  /**
+   * Sends a decision again when its connection broke before the reply came (Redis may have run it),
+   * once the client is ready, while its caller still waits for it: at most {@link MAX_RESENDS}
+   * times, and never after `sentAt` plus `answerWithinMs`. The copy has the same id and
+   * arguments, so Redis answers it with what it decided the first time, if it did, and applies
+   * nothing twice. Any other failure is the caller's.
+   */
+  private async sendAgain(
+    error: unknown,
+    script: DecisionScript,
+    keys: readonly string[],
+    args: readonly string[],
+    sentAt: number,
+  ): Promise<number[]> {
+    const untilMs = sentAt + (this.deadline?.timeoutMs ?? RESEND_WITHOUT_DEADLINE_MS);
+    for (let resends = 0; resends < MAX_RESENDS && lostInFlight(error); resends++) {
+      if (!(await this.reconnected.ready(untilMs))) break;
+      try {
+        return (await this.runner.run(script, keys, args)) as number[];
+      } catch (next) {
+        error = next;
+      }
+    }
+    throw error;
   }
 
   /** The decision's clock argument: the deadline (or none), or the test clock's time. */

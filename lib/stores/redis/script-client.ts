@@ -24,6 +24,8 @@ export interface ScriptClient {
   ready(): boolean;
   /** Whether the client was never opened by its owner (node-redis needs `connect()`). */
   neverOpened(): boolean;
+  /** Calls `listener` each time the client is ready again after (re)connecting. */
+  onReady(listener: () => void): void;
   /** EVALSHA `script` over `keys` and `args`, and EVAL when the server answers NOSCRIPT. */
   run(script: DecisionScript, keys: readonly string[], args: ScriptArgs): Promise<unknown>;
   /** FCALL the function `fn` over `keys` and `args`. */

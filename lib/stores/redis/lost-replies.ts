@@ -1,0 +1,99 @@
+import { type ScriptClient } from './script-client.js';
+
+/** A decision was in flight when its connection closed: Redis may have run it. */
+export class ConnectionLostError extends Error {
+  override readonly name = 'ConnectionLostError';
+  constructor() {
+    super('the connection closed before the reply arrived');
+  }
+}
+
+// What each library rejects a command with when its connection breaks before the reply came:
+// ioredis once it gives the command up, node-redis for every command awaiting a reply.
+const LOST_MESSAGE =
+  /^(Connection is closed|Reached the max retries per request|Socket closed unexpectedly)/;
+const LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT']);
+
+/**
+ * Whether `error` says the connection broke with the command in flight, so that Redis may have
+ * run it without its reply arriving; not an error Redis answered, nor a command never sent.
+ */
+export function lostInFlight(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error instanceof ConnectionLostError) return true;
+  const code = (error as NodeJS.ErrnoException).code;
+  return (code !== undefined && LOST_CODES.has(code)) || LOST_MESSAGE.test(error.message);
+}
+
+interface Waiter {
+  readonly untilMs: number;
+  readonly resolve: (ready: boolean) => void;
+}
+
+/**
+ * Decisions waiting for their client to be ready again, each until its own deadline. One listener
+ * on the client's `ready` event wakes them all, and one timer, armed for the earliest deadline,
+ * gives up on the late ones: nothing per decision.
+ */
+export class ReconnectWaiters {
+  private waiting: Waiter[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private listening = false;
+
+  constructor(private readonly client: ScriptClient) {}
+
+  /**
+   * Resolves true once the client is ready (at once if it is), or false when `untilMs`
+   * (`performance.now()` time) comes first.
+   */
+  ready(untilMs: number): Promise<boolean> {
+    if (this.client.ready()) return Promise.resolve(true);
+    if (performance.now() >= untilMs) return Promise.resolve(false);
+    if (!this.listening) {
+      this.listening = true;
+      this.client.onReady(() => this.wake());
+    }
+    return new Promise((resolve) => {
+      this.waiting.push({ untilMs, resolve });
+      if (untilMs < this.timerAt) this.arm(untilMs);
+    });
+  }
+
+  private wake(): void {
+    if (this.waiting.length === 0 || !this.client.ready()) return;
+    const waiting = this.waiting;
+    this.waiting = [];
+    this.disarm();
+    const now = performance.now();
+    for (const waiter of waiting) waiter.resolve(now < waiter.untilMs);
+  }
+
+  private expire(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    this.waiting = this.waiting.filter((waiter) => {
+      if (waiter.untilMs > now) {
+        next = Math.min(next, waiter.untilMs);
+        return true;
+      }
+      waiter.resolve(false);
+      return false;
+    });
+    if (next < Infinity) this.arm(next);
+  }
+
+  private arm(atMs: number): void {
+    this.disarm();
+    this.timerAt = atMs;
+    this.timer = setTimeout(() => this.expire(), Math.max(0, atMs - performance.now())).unref();
+  }
+
+  private disarm(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+}

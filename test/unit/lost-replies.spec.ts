@@ -1,0 +1,95 @@
+/**
+ * The parts the store uses to send a decision again after its reply was lost: which failures mean
+ * the connection broke with the command in flight, and the shared wait for the client to be ready
+ * again, each decision until its own deadline. Real clients, on a real server or on a port where
+ * nothing listens.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { createClient, SocketClosedUnexpectedlyError } from 'redis';
+import { type RedisClient } from '../../lib/index.js';
+import {
+  ConnectionLostError,
+  lostInFlight,
+  ReconnectWaiters,
+} from '../../lib/stores/redis/lost-replies.js';
+import { scriptClientFor } from '../../lib/stores/redis/script-client.js';
+import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
+
+const waitersOf = (client: RedisClient) => new ReconnectWaiters(scriptClientFor(client)!);
+
+describe('failures that mean a reply was lost', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it('are a broken connection, never an error Redis answered', async () => {
+    const ioredis = redis.client();
+    const refused = await ioredis.call('NO-SUCH-COMMAND').catch((e: unknown) => e);
+    const nodeRedis = await redis.connect('node-redis');
+    const nodeRefused = await (nodeRedis as ReturnType<typeof createClient>)
+      .sendCommand(['NO-SUCH-COMMAND'])
+      .catch((e: unknown) => e);
+    const quit = new Redis(redis.url);
+    await quit.quit();
+    const closed = await quit.get('k').catch((e: unknown) => e);
+
+    expect(lostInFlight(refused)).toBe(false);
+    expect(lostInFlight(nodeRefused)).toBe(false);
+    expect(lostInFlight(new Error('OOM command not allowed'))).toBe(false);
+    expect(lostInFlight(closed)).toBe(true);
+    expect(lostInFlight(new SocketClosedUnexpectedlyError())).toBe(true);
+    expect(lostInFlight(new ConnectionLostError())).toBe(true);
+    expect(lostInFlight(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toBe(
+      true,
+    );
+  });
+
+  it('the waiters wake together once the client is ready again', async () => {
+    const client = new Redis(redis.url, { retryStrategy: () => 50 });
+    client.on('error', () => {});
+    await client.ping();
+    const waiters = waitersOf(client);
+    expect(await waiters.ready(performance.now() + 10)).toBe(true);
+
+    const closed = new Promise((resolve) => client.once('close', resolve));
+    client.disconnect(true);
+    await closed;
+    expect(client.status).not.toBe('ready');
+    const until = performance.now() + 5000;
+    const woken = await Promise.all(Array.from({ length: 5 }, () => waiters.ready(until)));
+    expect(woken).toEqual([true, true, true, true, true]);
+    expect(client.status).toBe('ready');
+    client.disconnect();
+  });
+});
+
+describe('waiting for a client that does not come back', () => {
+  it('gives each waiter up at its own deadline, and never resolves true', async () => {
+    const port = await freePort();
+    const client = new Redis({ port, retryStrategy: () => 50, enableOfflineQueue: false });
+    client.on('error', () => {});
+    const waiters = waitersOf(client);
+    const start = performance.now();
+    const gaveUpAt: number[] = [];
+    const answers = await Promise.all(
+      [150, 400].map((ms) =>
+        waiters.ready(start + ms).then((ready) => {
+          gaveUpAt.push(performance.now() - start);
+          return ready;
+        }),
+      ),
+    );
+    expect(answers).toEqual([false, false]);
+    expect(gaveUpAt[0]).toBeGreaterThanOrEqual(149);
+    expect(gaveUpAt[1]).toBeGreaterThanOrEqual(399);
+    // Generous: a busy machine may be late, but not by a whole period.
+    expect(gaveUpAt[1] - gaveUpAt[0]).toBeGreaterThan(100);
+    expect(await waiters.ready(performance.now() - 1)).toBe(false);
+    client.disconnect();
+  });
+});
