@@ -9,8 +9,8 @@ import {
   type StoreOperation,
 } from './store.interface.js';
 
-// A request turned away while nothing can decide it tells the client to come back after this long.
-const DENY_RETRY_MS = 1000;
+/** A request turned away while nothing can decide it tells the client to come back after this long. */
+export const DENY_RETRY_MS = 1000;
 
 /**
  * A store that answers every call as one `onStoreError` value says, without the primary store:
@@ -86,10 +86,14 @@ export class DegradedStore implements RateLimitStore {
   }
 }
 
-/** What `'allow'` or `'deny'` answer: every policy allows, or rejects for a second. */
-function fixedAnswer(
+/**
+ * What `'allow'` or `'deny'` answer, recording nothing: every policy allows, or every one rejects
+ * for `denyRetryMs`.
+ */
+export function fixedAnswer(
   policies: readonly ResolvedPolicy[],
   answer: 'allow' | 'deny',
+  denyRetryMs = DENY_RETRY_MS,
 ): RateLimitDecision {
   const allowed = answer === 'allow';
   const answers = policies.map((p) => ({
@@ -98,7 +102,7 @@ function fixedAnswer(
     limit: p.threshold,
     remaining: allowed ? p.threshold : 0,
     resetAfterMs: 0,
-    retryAfterMs: allowed ? 0 : DENY_RETRY_MS,
+    retryAfterMs: allowed ? 0 : denyRetryMs,
   }));
   return { ...answers[0], policies: answers, degraded: answer };
 }

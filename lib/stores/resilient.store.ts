@@ -1,6 +1,7 @@
 import { type ResolvedPolicy } from '../rate-limit.policy.js';
 import { degradedDecision } from './decision.js';
 import { Deadlines } from './deadlines.js';
+import { DENY_RETRY_MS, fixedAnswer } from './degraded.store.js';
 import { giveBackLate } from './late-replies.js';
 import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
@@ -27,9 +28,6 @@ export interface ResilientStoreOptions {
   ownsPrimary: boolean;
   logger: OutageLogger;
 }
-
-// A rejected answer while the store is down tells the client to come back after this long at least.
-const DENY_RETRY_MS = 1000;
 
 /**
  * Puts a bound on every decision and keeps answering when the primary store (Redis) fails:
@@ -261,20 +259,9 @@ export class ResilientStore implements RateLimitStore {
       const decided = await invoke(fallback, op, keys, policies, costs, extras);
       return degradedDecision(decided, policy);
     }
-    const allowed = policy === 'allow';
-    const retryAfterMs = allowed
-      ? 0
-      : Math.max(DENY_RETRY_MS, node.breaker.waitMs(performance.now()));
-    const answers = policies.map((p) => ({
-      policy: p,
-      allowed,
-      limit: p.threshold,
-      remaining: allowed ? p.threshold : 0,
-      resetAfterMs: 0,
-      retryAfterMs,
-    }));
-    const first = answers[0];
-    return { ...first, policies: answers, degraded: policy };
+    // Under 'deny', no sooner than the breaker lets a call through to the store again.
+    const retryMs = Math.max(DENY_RETRY_MS, node.breaker.waitMs(performance.now()));
+    return fixedAnswer(policies, policy, retryMs);
   }
 
   /** Asks the handler, if any; a handler that throws or answers nonsense gets `'memory'`. */
