@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { createClient, SocketClosedUnexpectedlyError } from 'redis';
-import { type RedisClient } from '../../lib/index.js';
+import { type RedisClient, RedisStore } from '../../lib/index.js';
+import { CLIENT_DEFAULTS } from '../../lib/stores/create-store.js';
 import {
   ConnectionLostError,
   lostInFlight,
@@ -64,6 +65,39 @@ describe('failures that mean a reply was lost', () => {
     const woken = await Promise.all(Array.from({ length: 5 }, () => waiters.ready(until)));
     expect(woken).toEqual([true, true, true, true, true]);
     expect(client.status).toBe('ready');
+    client.disconnect();
+  });
+});
+
+describe("the store's own commands on an ioredis client that does not resend", () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it('settle when the connection closes with them in flight', async () => {
+    const client = new Redis(redis.url, {
+      ...CLIENT_DEFAULTS,
+      autoResendUnfulfilledCommands: false,
+    });
+    client.on('error', () => {});
+    await new Promise((resolve) => client.once('ready', resolve));
+    const store = new RedisStore({ client, answerWithinMs: 1000 });
+    const admin = redis.client();
+    const id = await client.client('ID');
+    // FUNCTION LOAD writes, so it waits in Redis; then its connection is killed under it.
+    await admin.client('PAUSE', 2000, 'WRITE');
+    const warming = store.warmUp().then(() => 'settled');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closed = new Promise((resolve) => client.once('close', resolve));
+    await admin.client('KILL', 'ID', String(id));
+    await closed;
+    const within = new Promise((resolve) => setTimeout(() => resolve('pending'), 1000).unref());
+    expect(await Promise.race([warming, within])).toBe('settled');
+    await admin.client('UNPAUSE');
     client.disconnect();
   });
 });

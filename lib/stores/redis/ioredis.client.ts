@@ -41,12 +41,16 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
     async loadLibrary(code) {
       // FUNCTION LOAD names no key: a cluster needs it on each master.
       await Promise.all(
-        primaries(client).map((node) => node.function('LOAD', code).then(() => {}, alreadyLoaded)),
+        primaries(client).map((node) =>
+          tracked(node.function('LOAD', code)).then(() => {}, alreadyLoaded),
+        ),
       );
     },
     readConfig(pattern) {
       return Promise.all(
-        primaries(client).map(async (node) => configRecord(await node.config('GET', pattern))),
+        primaries(client).map(async (node) =>
+          configRecord(await tracked(node.config('GET', pattern))),
+        ),
       );
     },
     close: () => closeIoredis(client),
@@ -68,8 +72,9 @@ const untracked = <T>(sent: Promise<T>): Promise<T> => sent;
  * With `autoResendUnfulfilledCommands` off, ioredis drops the commands awaiting a reply when the
  * connection closes, and never settles them: Redis may have run them, and nobody would learn that
  * their replies were lost. For such a client, decisions in flight are rejected with a
- * {@link ConnectionLostError} when it closes, so that the store can send them again. A client
- * that resends (the default) sends them itself, and costs nothing here.
+ * {@link ConnectionLostError} when it closes, so that the store can send them again; so are its
+ * other commands (a library load, a CONFIG GET), which would otherwise hold a bootstrap up for
+ * good. A client that resends (the default) sends them itself, and costs nothing here.
  */
 function lostOnClose(client: Redis): <T>(sent: Promise<T>) => Promise<T> {
   if (client.options.autoResendUnfulfilledCommands !== false) return untracked;
