@@ -21,12 +21,19 @@ free_port() {
   node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
 }
 
-npm run build
+# npm pack builds the package itself (prepack), as it does for whoever packs or publishes it.
+rm -rf dist
 tarball=$(npm pack --silent --pack-destination "$scratch" | tail -n 1)
 if [[ $tarball != nest-rate-limit-*.tgz ]]; then
   echo "npm pack made $tarball, not nest-rate-limit-<version>.tgz"
   exit 1
 fi
+for file in package/dist/index.js package/dist/index.d.ts package/dist/algorithms/decide.lua; do
+  if ! tar tzf "$scratch/$tarball" | grep -qx "$file"; then
+    echo "$tarball lacks $file"
+    exit 1
+  fi
+done
 echo "Packed $tarball"
 
 # Installs .ci/apps/NAME with the tarball, starts ENTRY with the extra environment given, and runs
