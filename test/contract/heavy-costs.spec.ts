@@ -57,6 +57,27 @@ describe.each(CLIENT_KINDS)('one heavy decision through %s', (kind) => {
   }
 
   describe.each(PATHS)('as %s', (_path, functions) => {
+    /** Each measured call's time in Redis, by name. */
+    function timed() {
+      const times: Record<string, number> = {};
+      const measure = async (name: string, run: () => Promise<RateLimitDecision>) => {
+        const { result, us } = await busy(run);
+        times[name] = us;
+        return result;
+      };
+      return { times, measure };
+    }
+
+    /** The key that took a heavy cost is no larger than one that took a cost of 2. */
+    async function expectAsSmall(heavy: string, light: string) {
+      const [heavyBytes, lightBytes] = await Promise.all([
+        admin.memory('USAGE', heavy),
+        admin.memory('USAGE', light),
+      ]);
+      expect(heavyBytes! - lightBytes!).toBeLessThanOrEqual(DIGITS_SLACK);
+      expect(heavyBytes!).toBeLessThan(256);
+    }
+
     async function setup() {
       const clock = new TestClock();
       const store = new RedisStore({
@@ -73,22 +94,12 @@ describe.each(CLIENT_KINDS)('one heavy decision through %s', (kind) => {
     it(`sliding log: consume, reject, refund by arrival and refund of cost ${HEAVY} each take Redis under 5 ms, and the key stays as small as for cost 2`, async () => {
       const { clock, store, key } = await setup();
       const [heavy, light] = [key(), key()];
-      const times: Record<string, number> = {};
-      const measure = async (name: string, run: () => Promise<RateLimitDecision>) => {
-        const { result, us } = await busy(run);
-        times[name] = us;
-        return result;
-      };
+      const { times, measure } = timed();
 
       const first = await measure('consume', () => store.consume([heavy], [LOG], [HEAVY]));
       expect(first).toMatchObject({ allowed: true, remaining: LOG.threshold - HEAVY });
       await store.consume([light], [LOG], [2]);
-      const [heavyBytes, lightBytes] = await Promise.all([
-        admin.memory('USAGE', heavy),
-        admin.memory('USAGE', light),
-      ]);
-      expect(heavyBytes! - lightBytes!).toBeLessThanOrEqual(DIGITS_SLACK);
-      expect(heavyBytes!).toBeLessThan(256);
+      await expectAsSmall(heavy, light);
 
       clock.advance(10);
       const second = await measure('second consume', () => store.consume([heavy], [LOG], [HEAVY]));
@@ -118,22 +129,12 @@ describe.each(CLIENT_KINDS)('one heavy decision through %s', (kind) => {
     it(`concurrency: a lease of cost ${HEAVY} is taken, renewed, released and refunded each under 5 ms of Redis, in a key as small as for cost 2`, async () => {
       const { clock, store, key } = await setup();
       const [heavy, light] = [key(), key()];
-      const times: Record<string, number> = {};
-      const measure = async (name: string, run: () => Promise<RateLimitDecision>) => {
-        const { result, us } = await busy(run);
-        times[name] = us;
-        return result;
-      };
+      const { times, measure } = timed();
 
       const lease = await measure('take', () => store.consume([heavy], [LEASES], [HEAVY]));
       expect(lease).toMatchObject({ allowed: true, remaining: LEASES.threshold - HEAVY });
       await store.consume([light], [LEASES], [2]);
-      const [heavyBytes, lightBytes] = await Promise.all([
-        admin.memory('USAGE', heavy),
-        admin.memory('USAGE', light),
-      ]);
-      expect(heavyBytes! - lightBytes!).toBeLessThanOrEqual(DIGITS_SLACK);
-      expect(heavyBytes!).toBeLessThan(256);
+      await expectAsSmall(heavy, light);
 
       clock.advance(10);
       const other = await measure('take another', () => store.consume([heavy], [LEASES], [HEAVY]));
