@@ -28,8 +28,9 @@ if [[ $tarball != nest-rate-limit-*.tgz ]]; then
   echo "npm pack made $tarball, not nest-rate-limit-<version>.tgz"
   exit 1
 fi
+listing=$(tar tzf "$scratch/$tarball")
 for file in package/dist/index.js package/dist/index.d.ts package/dist/algorithms/decide.lua; do
-  if ! tar tzf "$scratch/$tarball" | grep -qx "$file"; then
+  if ! grep -qx "$file" <<<"$listing"; then
     echo "$tarball lacks $file"
     exit 1
   fi
