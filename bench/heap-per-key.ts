@@ -7,8 +7,8 @@
  *   npm run bench:heap
  */
 import { type Algorithm, MemoryStore } from '../lib/index.js';
-import { KeyBuilder } from '../lib/keys/key-builder.js';
-import { resolvePolicy } from '../lib/rate-limit.policy.js';
+import { KeyBuilder } from '../lib/route/route-keys.js';
+import { resolvePolicy } from '../lib/policy/rate-limit.policy.js';
 
 // Just past a power of two, where the Map has just doubled its table: the most a key costs.
 const KEYS = 131_100;

@@ -4,8 +4,8 @@
  */
 import { Redis } from 'ioredis';
 import { type Algorithm, RedisStore } from '../lib/index.js';
-import { KeyBuilder } from '../lib/keys/key-builder.js';
-import { resolvePolicy } from '../lib/rate-limit.policy.js';
+import { KeyBuilder } from '../lib/route/route-keys.js';
+import { resolvePolicy } from '../lib/policy/rate-limit.policy.js';
 import { ALGORITHMS } from '../lib/algorithms/algorithm.js';
 import { type BenchContext, progress } from './support/bench-context.js';
 import { closeClient, type Limit, type Limiter } from './support/limiter.js';

@@ -6,7 +6,7 @@
  *   npm run bench:soak
  */
 import { MemoryStore } from '../lib/index.js';
-import { resolvePolicy } from '../lib/rate-limit.policy.js';
+import { resolvePolicy } from '../lib/policy/rate-limit.policy.js';
 
 const DECISIONS = 1_000_000;
 const gc = (globalThis as { gc?: () => void }).gc;

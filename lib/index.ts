@@ -1,9 +1,9 @@
-export { RateLimitModule } from './rate-limit.module.js';
-export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
-export { RateLimitGuard } from './rate-limit.guard.js';
-export { RateLimitInterceptor } from './rate-limit.outcomes.js';
-export { RateLimitService, type ConsumeOptions } from './rate-limit.service.js';
-export { type AcquireOptions, type RateLimitPermit } from './flow/permit.js';
+export { RateLimitModule } from './module/rate-limit.module.js';
+export { RateLimit, SkipRateLimit } from './route/rate-limit.decorator.js';
+export { RateLimitGuard } from './route/rate-limit.guard.js';
+export { RateLimitInterceptor } from './route/rate-limit.interceptor.js';
+export { RateLimitService, type ConsumeOptions } from './service/rate-limit.service.js';
+export { type AcquireOptions, type RateLimitPermit } from './service/permit.js';
 export { LEASE_POLL_MS, LEASE_POLL_JITTER_MS } from './flow/wait-for-slot.js';
 export {
   RateLimitException,
@@ -22,7 +22,7 @@ export {
   type ResolvedRateLimitOptions,
   type RedisConnection,
   type DecisionHook,
-} from './rate-limit.options.js';
+} from './module/rate-limit.options.js';
 export {
   RateLimitConfigError,
   type Duration,
@@ -30,10 +30,10 @@ export {
   type DynamicResult,
   type RateLimitPolicy,
   type ResolvedPolicy,
-} from './rate-limit.policy.js';
-export { type CountMode, type RoutePolicy } from './rate-limit.plan.js';
+} from './policy/rate-limit.policy.js';
+export { type CountMode, type RoutePolicy } from './route/policy-template.js';
 export { type Algorithm, type RateAlgorithm } from './algorithms/algorithm.js';
-export { type HeaderMode } from './http/headers.js';
+export { type HeaderMode } from './transports/http-headers.js';
 export {
   RateLimitStore,
   type RateLimitDecision,
@@ -44,7 +44,7 @@ export {
 } from './stores/store.interface.js';
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';
-export { UserFunctionTimeoutError, type UserFunction } from './rate-limit.user-functions.js';
+export { UserFunctionTimeoutError, type UserFunction } from './route/user-functions.js';
 export {
   type MemoryPolicy,
   RedisStore,

@@ -1,5 +1,5 @@
 import { HttpException, HttpStatus, IntrinsicException } from '@nestjs/common';
-import { waitSeconds } from './http/headers.js';
+import { waitSeconds } from './transports/http-headers.js';
 import { type RateLimitDecision } from './stores/store.interface.js';
 
 /** The 429 message when a request's cost exceeds what a policy can ever allow. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { leaseOf } from '../stores/decision.js';
 import { invoke, type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
 

@@ -1,6 +1,6 @@
 import { BOOKABLE } from '../algorithms/algorithm.js';
 import { CONCURRENCY_RETRY_MS } from '../algorithms/concurrency.js';
-import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { leaseOf } from '../stores/decision.js';
 import { invoke, type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';

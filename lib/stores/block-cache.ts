@@ -1,4 +1,4 @@
-import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type Block, covers, leasesFull, replay, shortestWait } from './block-replay.js';
 import { monotonicClock } from './clock.js';
 import { preciseWaitOf } from './decision.js';

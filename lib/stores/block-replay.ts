@@ -1,4 +1,4 @@
-import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type RateLimitDecision } from './store.interface.js';
 
 /** A rejection the block cache answers locally until `until`. */

@@ -2,8 +2,8 @@ import { Redis, type RedisOptions } from 'ioredis';
 import {
   type ResolvedRateLimitOptions,
   type RateLimitModuleOptions,
-} from '../rate-limit.options.js';
-import { configError } from '../rate-limit.policy.js';
+} from '../module/rate-limit.options.js';
+import { configError } from '../policy/rate-limit.policy.js';
 import { BlockCacheStore } from './block-cache.js';
 import { type BootstrapLogger, warnIfEvicting } from './eviction-warning.js';
 import { MemoryStore } from './memory/memory.store.js';

@@ -1,4 +1,4 @@
-import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { degradedDecision } from './decision.js';
 import { Deadlines } from './deadlines.js';
 import { DENY_RETRY_MS, fixedAnswer } from './degraded.store.js';

@@ -1,4 +1,4 @@
-import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 
 /** One policy's part of a decision. All times are whole milliseconds. */
 export interface PolicyDecision {

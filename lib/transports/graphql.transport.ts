@@ -1,7 +1,7 @@
 import { type ExecutionContext } from '@nestjs/common';
-import { retryAfterSeconds, writeRateLimitHeaders } from '../http/headers.js';
-import { type HttpRequestLike, type HttpResponseLike, setHeader } from '../http/request.js';
-import { addressTracker, defaultTracker, userTracker } from '../keys/tracker.js';
+import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
+import { type HttpRequestLike, type HttpResponseLike, setHeader } from './http-request.js';
+import { addressTracker, defaultTracker, userTracker } from './trackers.js';
 import { GraphQLRateLimitError } from '../rate-limit.exception.js';
 import { finiteWait, onceEvent, type Transport } from './transport.js';
 

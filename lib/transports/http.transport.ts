@@ -1,13 +1,13 @@
 import { type ExecutionContext, ServiceUnavailableException } from '@nestjs/common';
-import { retryAfterSeconds, writeRateLimitHeaders } from '../http/headers.js';
+import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
 import {
   type HttpRequestLike,
   type HttpResponseLike,
   routeMethod,
   routePattern,
   setHeader,
-} from '../http/request.js';
-import { defaultTracker } from '../keys/tracker.js';
+} from './http-request.js';
+import { defaultTracker } from './trackers.js';
 import { RateLimitException } from '../rate-limit.exception.js';
 import { onceEvent, type Rejection, type Transport } from './transport.js';
 

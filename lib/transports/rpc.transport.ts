@@ -1,5 +1,5 @@
 import { type ExecutionContext } from '@nestjs/common';
-import { addressTracker, userTracker } from '../keys/tracker.js';
+import { addressTracker, userTracker } from './trackers.js';
 import { optionalExport, whenLoaded } from './optional-export.js';
 import { rejectionPayload } from './error-payload.js';
 import { type Transport } from './transport.js';

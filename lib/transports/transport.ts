@@ -1,5 +1,5 @@
 import { type ExecutionContext } from '@nestjs/common';
-import { type HeaderMode } from '../http/headers.js';
+import { type HeaderMode } from './http-headers.js';
 import { type RateLimitDecision } from '../stores/store.interface.js';
 
 /**

@@ -1,5 +1,5 @@
 import { type Algorithm } from '../../lib/algorithms/algorithm.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { MemoryStore } from '../../lib/stores/memory/memory.store.js';
 
 /** What the store answered to one request. */

@@ -6,9 +6,9 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
-import { encodeKeyPart, KeyBuilder, MAX_KEY_PART } from '../../lib/keys/key-builder.js';
-import { DEFAULT_KEY_PREFIX } from '../../lib/rate-limit.options.js';
-import { MAX_POLICIES, resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { encodeKeyPart, KeyBuilder, MAX_KEY_PART } from '../../lib/route/route-keys.js';
+import { DEFAULT_KEY_PREFIX } from '../../lib/module/rate-limit.options.js';
+import { MAX_POLICIES, resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { longNasty, resplits, shortNasty, withLookalikes } from './fixtures/nasty.js';
 
 // The longest names a policy may have, so the length bound is checked against the longest tails.

@@ -16,8 +16,8 @@ import {
   RateLimitService,
   RedisStore,
 } from '../../lib/index.js';
-import { encodeKeyPart, KeyBuilder } from '../../lib/keys/key-builder.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { encodeKeyPart, KeyBuilder } from '../../lib/route/route-keys.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';

@@ -8,7 +8,7 @@ import {
   RateLimitService,
   RedisStore,
 } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { type ClusterMaster } from '../support/redis-cluster.js';
 import { waitFor } from '../support/wait-for.js';

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { RedisStore } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
 import { CLIENT_KINDS } from '../support/clients.js';
 import { TestClock, useRedis } from '../support/stores.js';

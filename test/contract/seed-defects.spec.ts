@@ -8,7 +8,7 @@ import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { MemoryStore, RedisStore, type RateLimitStore } from '../../lib/index.js';
 import { type Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
 import { entriesOf, unitsIn } from '../support/weighted-sets.js';
 import { createApp, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { type RateLimitPolicy } from '../../lib/index.js';
 import { type RateAlgorithm } from '../../lib/algorithms/algorithm.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { leaseOf } from '../../lib/stores/decision.js';
 import { STORE_TARGETS, useClockedStores } from '../support/stores.js';
 

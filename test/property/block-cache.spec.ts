@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { type Redis } from 'ioredis';
 import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import { type RateLimitDecision, type RateLimitStore, RedisStore } from '../../lib/index.js';
-import { resolvePolicy, type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { BlockCacheStore } from '../../lib/stores/block-cache.js';
 import { useRedis } from '../support/stores.js';
 

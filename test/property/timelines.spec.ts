@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { type Redis } from 'ioredis';
 import { type RateAlgorithm as Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
 import { MemoryStore, type PolicyDecision, RedisStore } from '../../lib/index.js';
-import { resolvePolicy, type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
 import { type Event, ReferenceModel } from '../model/reference.js';
 import { useRedis } from '../support/stores.js';

@@ -14,7 +14,7 @@ import {
   type RateLimitStore,
   RedisStore,
 } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
 import { type Event, ReferenceModel } from '../model/reference.js';
 import { useRedis } from '../support/stores.js';

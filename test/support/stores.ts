@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect } from '@jest/globals';
 import { MemoryStore, type RateLimitStore, RedisStore } from '../../lib/index.js';
-import { type ResolvedPolicy } from '../../lib/rate-limit.policy.js';
+import { type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { CLIENT_KINDS, type ClientKind } from './clients.js';
 import { startCluster, type StartClusterOptions, type TestCluster } from './redis-cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';

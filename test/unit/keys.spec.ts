@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { encodeKeyPart, KeyBuilder, MAX_KEY_PART } from '../../lib/keys/key-builder.js';
-import { normalizeIp, UNKNOWN_IP } from '../../lib/keys/ip.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
-import { defaultTracker } from '../../lib/keys/tracker.js';
+import { encodeKeyPart, KeyBuilder, MAX_KEY_PART } from '../../lib/route/route-keys.js';
+import { normalizeIp, UNKNOWN_IP } from '../../lib/transports/client-ip.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
+import { defaultTracker } from '../../lib/transports/trackers.js';
 
 /** The Redis Cluster hash tag of a key: what lies between the first `{` and the next `}`. */
 function hashTag(key: string): string {

@@ -8,8 +8,8 @@ import { describe, expect, it } from '@jest/globals';
 import { getHeapStatistics } from 'node:v8';
 import { type Algorithm, MemoryStore, RateLimitConfigError } from '../../lib/index.js';
 import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
-import { resolveOptions } from '../../lib/rate-limit.options.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { resolveOptions } from '../../lib/module/rate-limit.options.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { TestClock } from '../support/stores.js';
 
 const MB = 1024 * 1024;

@@ -1,7 +1,7 @@
 /** RateLimitService's policy cache: by identity, and by shape for policies written inline. */
 import { describe, expect, it } from '@jest/globals';
 import { RateLimitConfigError } from '../../lib/index.js';
-import { PolicyCache } from '../../lib/rate-limit.policy-cache.js';
+import { PolicyCache } from '../../lib/service/policy-cache.js';
 
 describe('PolicyCache', () => {
   const where = 'RateLimitService.consume';

@@ -6,7 +6,7 @@ import {
   type RateLimitModuleOptions,
   StoreTimeoutError,
 } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/rate-limit.policy.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { CircuitBreaker } from '../../lib/stores/circuit-breaker.js';
 import { Deadlines } from '../../lib/stores/deadlines.js';
 import { NodeHealthMap } from '../../lib/stores/node-health.js';

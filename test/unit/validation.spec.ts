@@ -9,7 +9,11 @@ import {
   RateLimitService,
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
-import { formatDuration, parseDuration, resolvePolicy } from '../../lib/rate-limit.policy.js';
+import {
+  formatDuration,
+  parseDuration,
+  resolvePolicy,
+} from '../../lib/policy/rate-limit.policy.js';
 
 describe('durations', () => {
   it.each([

@@ -1,4 +1,4 @@
-import { type ResolvedPolicy } from '../../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
 
 // Each policy's argument up to its cost, and whole for a cost of 1 (the usual one), built once per
 // policy: a route's arguments are then the same strings on every call.

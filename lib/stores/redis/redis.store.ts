@@ -1,4 +1,4 @@
-import { type ResolvedPolicy } from '../../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
 import { toMicros } from '../clock.js';
 import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';

@@ -7,18 +7,18 @@ import {
   Logger,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { LeaseKeeper } from './flow/lease-keeper.js';
-import { type SlotWait, waitForSlot } from './flow/wait-for-slot.js';
-import { policyHeader } from './http/headers.js';
-import { KeyBuilder } from './keys/key-builder.js';
+import { LeaseKeeper } from '../flow/lease-keeper.js';
+import { type SlotWait, waitForSlot } from '../flow/wait-for-slot.js';
+import { policyHeader } from '../transports/http-headers.js';
+import { KeyBuilder } from './route-keys.js';
 import {
   RATE_LIMIT_MEMORY_STORE,
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_POLICY,
   RATE_LIMIT_SKIP,
-} from './rate-limit.constants.js';
+} from '../rate-limit.constants.js';
 import { placeName } from './rate-limit.decorator.js';
-import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from './rate-limit.exception.js';
+import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from '../rate-limit.exception.js';
 import {
   decideWithShadow,
   type Enforce,
@@ -26,21 +26,21 @@ import {
   type RouteFeatures,
   routeFeatures,
   settleOnOutcome,
-} from './rate-limit.features.js';
-import { DecisionHooks } from './rate-limit.hooks.js';
-import { moduleTracker } from './rate-limit.module-tracker.js';
-import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
-import { type PolicyTemplate, resolveCost } from './rate-limit.plan.js';
-import { type ResolvedPolicy } from './rate-limit.policy.js';
-import { UserFunctionBounds } from './rate-limit.user-functions.js';
-import { type RateLimitDecision, RateLimitStore } from './stores/store.interface.js';
+} from './route-features.js';
+import { DecisionHooks } from './decision-hooks.js';
+import { moduleTracker } from './module-tracker.js';
+import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type PolicyTemplate, resolveCost } from './policy-template.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { UserFunctionBounds } from './user-functions.js';
+import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
 import {
   newRouteMemo,
   type Rejection,
   type RouteMemo,
   type Transport,
   transportFor,
-} from './transports/index.js';
+} from '../transports/index.js';
 
 /** Everything about one handler the guard needs per request, worked out on its first request. */
 interface HandlerPlan {
@@ -137,7 +137,7 @@ export class RateLimitGuard implements CanActivate {
     return this.bounds.storeFor(context, this.store);
   }
 
-  /** A route with own trackers, outcome counting or shadow policies; see `rate-limit.features`. */
+  /** A route with own trackers, outcome counting or shadow policies; see `route-features`. */
   private async decideFeatures(
     context: ExecutionContext,
     transport: Transport,

@@ -1,5 +1,5 @@
-import { type HttpRequestLike } from '../http/request.js';
-import { normalizeIp } from './ip.js';
+import { type HttpRequestLike } from './http-request.js';
+import { normalizeIp } from './client-ip.js';
 
 /**
  * The tracker of an authenticated user: `user:<id>` from `user.id`, else `user.sub`; undefined

@@ -1,5 +1,5 @@
 import { type ExecutionContext } from '@nestjs/common';
-import { type Algorithm } from './algorithms/algorithm.js';
+import { type Algorithm } from '../algorithms/algorithm.js';
 import {
   checkAlgorithm,
   checkCount,
@@ -14,8 +14,8 @@ import {
   type ResolvedPolicy,
   resolveBlock,
   resolvePolicy,
-} from './rate-limit.policy.js';
-import { EXPIRED, type Expired, type FunctionBound } from './rate-limit.user-functions.js';
+} from '../policy/rate-limit.policy.js';
+import { EXPIRED, type Expired, type FunctionBound } from './user-functions.js';
 
 /** Which requests use up a route policy's quota. */
 export type CountMode = 'all' | 'failures' | 'successes';

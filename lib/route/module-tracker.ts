@@ -1,9 +1,9 @@
 import { type ExecutionContext } from '@nestjs/common';
-import { encodeKeyPart, standInKeyPart } from './keys/key-builder.js';
-import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
-import { isPromise } from './rate-limit.plan.js';
-import { EXPIRED, type FunctionBound } from './rate-limit.user-functions.js';
-import { type Transport } from './transports/transport.js';
+import { encodeKeyPart, standInKeyPart } from './route-keys.js';
+import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { isPromise } from './policy-template.js';
+import { EXPIRED, type FunctionBound } from './user-functions.js';
+import { type Transport } from '../transports/transport.js';
 
 /**
  * Who a call counts against by the module's tracker, as a key part: `getTracker`'s value, else

@@ -1,17 +1,17 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
-import { type HeldLease, type LeaseKeeper } from './flow/lease-keeper.js';
-import { encodeKeyPart, KeyBuilder } from './keys/key-builder.js';
-import { type CountMode, isPromise, type PolicyTemplate } from './rate-limit.plan.js';
-import { watchOutcome } from './rate-limit.outcomes.js';
-import { type ResolvedPolicy } from './rate-limit.policy.js';
-import { EXPIRED, type FunctionBound } from './rate-limit.user-functions.js';
-import { combineDecisions } from './stores/decision.js';
+import { type HeldLease, type LeaseKeeper } from '../flow/lease-keeper.js';
+import { encodeKeyPart, KeyBuilder } from './route-keys.js';
+import { type CountMode, isPromise, type PolicyTemplate } from './policy-template.js';
+import { watchOutcome } from './rate-limit.interceptor.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { EXPIRED, type FunctionBound } from './user-functions.js';
+import { combineDecisions } from '../stores/decision.js';
 import {
   invoke,
   type PolicyDecision,
   type RateLimitDecision,
   type RateLimitStore,
-} from './stores/store.interface.js';
+} from '../stores/store.interface.js';
 
 /**
  * What a route uses beyond "count every request of the module's tracker, enforced": policies with

@@ -1,4 +1,4 @@
-import { type Algorithm, ALGORITHM_CODES } from './algorithms/algorithm.js';
+import { type Algorithm, ALGORITHM_CODES } from '../algorithms/algorithm.js';
 
 /**
  * A time span: a number of seconds, or a string such as `'500ms'`, `'30s'`, `'5m'`, `'1h'`, `'1d'`.

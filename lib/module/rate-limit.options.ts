@@ -1,16 +1,16 @@
 import { type ExecutionContext, type ModuleMetadata, type Type } from '@nestjs/common';
 import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
-import { type NodeRedisClient } from './stores/redis/node-redis.client.js';
-import { HEADER_MODES, type HeaderMode } from './http/headers.js';
-import { configError } from './rate-limit.policy.js';
-import { defaultMemoryBudget, heapLimitBytes } from './stores/memory/memory-size.js';
+import { type NodeRedisClient } from '../stores/redis/node-redis.client.js';
+import { HEADER_MODES, type HeaderMode } from '../transports/http-headers.js';
+import { configError } from '../policy/rate-limit.policy.js';
+import { defaultMemoryBudget, heapLimitBytes } from '../stores/memory/memory-size.js';
 import {
   type Clock,
   type RateLimitDecision,
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
-} from './stores/store.interface.js';
+} from '../stores/store.interface.js';
 
 /**
  * An ioredis `Redis` or `Cluster`; a node-redis client or cluster (`createClient()`,

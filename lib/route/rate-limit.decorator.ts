@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { UseInterceptors } from '@nestjs/common';
-import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from './rate-limit.constants.js';
-import { RateLimitInterceptor } from './rate-limit.outcomes.js';
+import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
+import { RateLimitInterceptor } from './rate-limit.interceptor.js';
 import {
   appendTemplates,
   compileTemplates,
   type PolicyTemplate,
   type RoutePolicy,
-} from './rate-limit.plan.js';
+} from './policy-template.js';
 
 type ClassOrMethodDecorator = (
   target: object,

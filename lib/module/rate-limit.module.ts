@@ -13,9 +13,9 @@ import {
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_RAW_OPTIONS,
   RATE_LIMIT_STORE_HANDLE,
-} from './rate-limit.constants.js';
-import { LeaseKeeper } from './flow/lease-keeper.js';
-import { RateLimitGuard } from './rate-limit.guard.js';
+} from '../rate-limit.constants.js';
+import { LeaseKeeper } from '../flow/lease-keeper.js';
+import { RateLimitGuard } from '../route/rate-limit.guard.js';
 import {
   type RateLimitModuleAsyncOptions,
   type RateLimitModuleOptions,
@@ -24,10 +24,10 @@ import {
   type ResolvedRateLimitOptions,
   resolveOptions,
 } from './rate-limit.options.js';
-import { configError } from './rate-limit.policy.js';
-import { RateLimitService } from './rate-limit.service.js';
-import { createStore, type StoreHandle } from './stores/create-store.js';
-import { RateLimitStore } from './stores/store.interface.js';
+import { configError } from '../policy/rate-limit.policy.js';
+import { RateLimitService } from '../service/rate-limit.service.js';
+import { createStore, type StoreHandle } from '../stores/create-store.js';
+import { RateLimitStore } from '../stores/store.interface.js';
 
 const derivedProviders: Provider[] = [
   {

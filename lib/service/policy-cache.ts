@@ -1,5 +1,9 @@
-import { compileTemplates, type RoutePolicy } from './rate-limit.plan.js';
-import { configError, type RateLimitPolicy, type ResolvedPolicy } from './rate-limit.policy.js';
+import { compileTemplates, type RoutePolicy } from '../route/policy-template.js';
+import {
+  configError,
+  type RateLimitPolicy,
+  type ResolvedPolicy,
+} from '../policy/rate-limit.policy.js';
 
 /** What `RateLimitService` needs of a policy (or list of them), validated once. */
 export interface Compiled {

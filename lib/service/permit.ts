@@ -3,11 +3,11 @@ import {
   RateLimitException,
   STORE_UNAVAILABLE_MESSAGE,
 } from '../rate-limit.exception.js';
-import { type Duration, parseDuration, type ResolvedPolicy } from '../rate-limit.policy.js';
-import { type ConsumeOptions } from '../rate-limit.service.js';
+import { type Duration, parseDuration, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { type ConsumeOptions } from './rate-limit.service.js';
 import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
-import { type LeaseKeeper } from './lease-keeper.js';
-import { waitForSlot } from './wait-for-slot.js';
+import { type LeaseKeeper } from '../flow/lease-keeper.js';
+import { waitForSlot } from '../flow/wait-for-slot.js';
 
 /** Options of one `acquire()` or `run()` call. */
 export interface AcquireOptions extends ConsumeOptions {

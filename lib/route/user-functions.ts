@@ -1,13 +1,13 @@
 import { type ExecutionContext } from '@nestjs/common';
-import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
-import { Deadlines } from './stores/deadlines.js';
-import { DegradedStore } from './stores/degraded.store.js';
-import { type OutageLogger } from './stores/resilient.store.js';
+import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { Deadlines } from '../stores/deadlines.js';
+import { DegradedStore } from '../stores/degraded.store.js';
+import { type OutageLogger } from '../stores/resilient.store.js';
 import {
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
-} from './stores/store.interface.js';
+} from '../stores/store.interface.js';
 
 /** The functions of yours a route awaits before it can decide. */
 export type UserFunction = 'getTracker' | 'tracker' | 'threshold' | 'period' | 'cost';

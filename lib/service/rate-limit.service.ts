@@ -1,24 +1,24 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LeaseKeeper } from './flow/lease-keeper.js';
-import { acquirePermit, type AcquireOptions, type RateLimitPermit } from './flow/permit.js';
-import { KeyBuilder } from './keys/key-builder.js';
-import { RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
-import { type ResolvedRateLimitOptions } from './rate-limit.options.js';
-import { PolicyCache } from './rate-limit.policy-cache.js';
+import { LeaseKeeper } from '../flow/lease-keeper.js';
+import { acquirePermit, type AcquireOptions, type RateLimitPermit } from './permit.js';
+import { KeyBuilder } from '../route/route-keys.js';
+import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
+import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { PolicyCache } from './policy-cache.js';
 import {
   checkCount,
   configError,
   type Duration,
   parseDuration,
   type RateLimitPolicy,
-} from './rate-limit.policy.js';
+} from '../policy/rate-limit.policy.js';
 import {
   invoke,
   type OperationExtras,
   type RateLimitDecision,
   RateLimitStore,
   type StoreOperation,
-} from './stores/store.interface.js';
+} from '../stores/store.interface.js';
 
 /** Options of one `consume()`, `peek()` or `refund()` call. */
 export interface ConsumeOptions {

@@ -1,6 +1,6 @@
-import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type RateLimitDecision } from '../stores/store.interface.js';
-import { type HttpResponseLike, setHeader } from './request.js';
+import { type HttpResponseLike, setHeader } from './http-request.js';
 
 /** Which rate-limit headers responses carry. */
 export type HeaderMode = 'ietf' | 'legacy' | 'both' | 'none';

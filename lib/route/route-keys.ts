@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type ResolvedPolicy } from '../rate-limit.policy.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 
 // Characters that would make two different (route, tracker) pairs spell the same key, break the
 // Redis hash tag, or garble logs. Surrogates are escaped too: a lone one turns into U+FFFD when
