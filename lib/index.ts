@@ -24,13 +24,13 @@ export {
   type DecisionHook,
 } from './module/rate-limit.options.js';
 export {
-  RateLimitConfigError,
   type Duration,
   type Dynamic,
   type DynamicResult,
   type RateLimitPolicy,
   type ResolvedPolicy,
 } from './policy/rate-limit.policy.js';
+export { RateLimitConfigError } from './policy/validation.js';
 export { type CountMode, type RoutePolicy } from './route/policy-template.js';
 export { type Algorithm, type RateAlgorithm } from './algorithms/algorithm.js';
 export { type HeaderMode } from './transports/http-headers.js';

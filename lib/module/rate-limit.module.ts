@@ -24,7 +24,7 @@ import {
   type ResolvedRateLimitOptions,
   resolveOptions,
 } from './rate-limit.options.js';
-import { configError } from '../policy/rate-limit.policy.js';
+import { configError } from '../policy/validation.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
 import { createStore, type StoreHandle } from '../stores/create-store.js';
 import { RateLimitStore } from '../stores/store.interface.js';

@@ -2,7 +2,7 @@ import { type ExecutionContext, type ModuleMetadata, type Type } from '@nestjs/c
 import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { type NodeRedisClient } from '../stores/redis/node-redis.client.js';
 import { HEADER_MODES, type HeaderMode } from '../transports/http-headers.js';
-import { configError } from '../policy/rate-limit.policy.js';
+import { configError } from '../policy/validation.js';
 import { defaultMemoryBudget, heapLimitBytes } from '../stores/memory/memory-size.js';
 import {
   type Clock,

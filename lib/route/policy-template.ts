@@ -2,19 +2,16 @@ import { type ExecutionContext } from '@nestjs/common';
 import { type Algorithm } from '../algorithms/algorithm.js';
 import {
   checkAlgorithm,
-  checkCount,
-  checkName,
   checkShape,
-  configError,
   type Duration,
   type DynamicResult,
   MAX_POLICIES,
-  parseDuration,
   type RateLimitPolicy,
   type ResolvedPolicy,
   resolveBlock,
   resolvePolicy,
 } from '../policy/rate-limit.policy.js';
+import { checkCount, checkName, configError, parseDuration } from '../policy/validation.js';
 import { EXPIRED, type Expired, type FunctionBound } from './user-functions.js';
 
 /** Which requests use up a route policy's quota. */

@@ -3,7 +3,8 @@ import {
   RateLimitException,
   STORE_UNAVAILABLE_MESSAGE,
 } from '../rate-limit.exception.js';
-import { type Duration, parseDuration, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { type Duration, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { parseDuration } from '../policy/validation.js';
 import { type ConsumeOptions } from './rate-limit.service.js';
 import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';

@@ -1,9 +1,6 @@
 import { compileTemplates, type RoutePolicy } from '../route/policy-template.js';
-import {
-  configError,
-  type RateLimitPolicy,
-  type ResolvedPolicy,
-} from '../policy/rate-limit.policy.js';
+import { type RateLimitPolicy, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { configError } from '../policy/validation.js';
 
 /** What `RateLimitService` needs of a policy (or list of them), validated once. */
 export interface Compiled {

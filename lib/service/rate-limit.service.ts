@@ -5,13 +5,8 @@ import { KeyBuilder } from '../route/route-keys.js';
 import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { PolicyCache } from './policy-cache.js';
-import {
-  checkCount,
-  configError,
-  type Duration,
-  parseDuration,
-  type RateLimitPolicy,
-} from '../policy/rate-limit.policy.js';
+import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
+import { checkCount, configError, parseDuration } from '../policy/validation.js';
 import {
   invoke,
   type OperationExtras,

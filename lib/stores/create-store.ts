@@ -3,7 +3,7 @@ import {
   type ResolvedRateLimitOptions,
   type RateLimitModuleOptions,
 } from '../module/rate-limit.options.js';
-import { configError } from '../policy/rate-limit.policy.js';
+import { configError } from '../policy/validation.js';
 import { BlockCacheStore } from './block-cache.js';
 import { type BootstrapLogger, warnIfEvicting } from './eviction-warning.js';
 import { MemoryStore } from './memory/memory.store.js';

@@ -9,11 +9,8 @@ import {
   RateLimitService,
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
-import {
-  formatDuration,
-  parseDuration,
-  resolvePolicy,
-} from '../../lib/policy/rate-limit.policy.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
+import { formatDuration, parseDuration } from '../../lib/policy/validation.js';
 
 describe('durations', () => {
   it.each([

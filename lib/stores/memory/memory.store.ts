@@ -4,7 +4,8 @@ import {
   type Operation,
   type PolicyArgs,
 } from '../../algorithms/decide.js';
-import { configError, type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
+import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
+import { configError } from '../../policy/validation.js';
 import { monotonicClock, toMicros } from '../clock.js';
 import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
