@@ -1,5 +1,5 @@
 import { type Algorithm, ms, type Params, type Stored } from './algorithm.js';
-import { TWINS } from './index.js';
+import { algorithmOf } from './registry.js';
 
 /**
  * What a call does, as `decide.lua` spells it: consume, peek, refund, reset (x), block, reserve
@@ -44,7 +44,7 @@ export function decide(
   const n = keys.length;
   let lost = false;
   for (let i = 0; i < n; i++) {
-    const twin = TWINS[policies[i].algorithm];
+    const twin = algorithmOf(policies[i].algorithm).twin;
     if (op === 'x') values.delete(keys[i]);
     else if (op === 'r' && policies[i].cost > 0) refund(keys[i], now, policies[i], values, at);
     else if (op === 'b') lockOut(keys[i], now, policies[i], values);
@@ -83,7 +83,7 @@ export function decide(
     } else {
       // A lock-out that has just ended counts as no state at all.
       states[i] = state instanceof LockOut ? undefined : state;
-      checks[i] = TWINS[params[i].algorithm].check(states[i], now, params[i], ahead);
+      checks[i] = algorithmOf(params[i].algorithm).twin.check(states[i], now, params[i], ahead);
     }
     if (!checks[i].allowed) allowed = 0;
   }
@@ -93,7 +93,7 @@ export function decide(
   const reply = [allowed];
   for (let i = 0; i < n; i++) {
     const p = params[i];
-    const twin = TWINS[p.algorithm];
+    const twin = algorithmOf(p.algorithm).twin;
     const c = checks[i];
     let outcome: { remaining: number; resetAfterMs: number };
     let retry = c.retryAfterMs;
@@ -136,7 +136,7 @@ function leaseId(
   while (moved) {
     moved = false;
     for (let i = 0; i < keys.length; i++) {
-      const free = TWINS[policies[i].algorithm].free;
+      const free = algorithmOf(policies[i].algorithm).twin.free;
       if (free === undefined) continue;
       const next = free(states[i], policies[i], id);
       moved ||= next !== id;
@@ -160,6 +160,11 @@ function refund(key: string, now: number, p: PolicyArgs, values: KeyValues, at?:
   const state = values.get(key);
   if (state instanceof LockOut && state.untilUs > now) return;
   // A lock-out that has ended is no state at all.
-  const left = TWINS[p.algorithm].refund(state instanceof LockOut ? undefined : state, now, p, at);
+  const left = algorithmOf(p.algorithm).twin.refund(
+    state instanceof LockOut ? undefined : state,
+    now,
+    p,
+    at,
+  );
   store(key, values, left);
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { LUA_ALGORITHMS } from '../../algorithms/index.js';
+import { REGISTRY } from '../../algorithms/registry.js';
 
 /** One decision script: a name for logs and errors, its text, and the SHA1 it runs by. */
 export interface DecisionScript {
@@ -48,12 +48,15 @@ function decisionScript(command: string, algorithms: readonly string[]): Decisio
  */
 export const DECISION_SCRIPTS: Readonly<Record<string, DecisionScript>> = Object.freeze({
   ...Object.fromEntries(
-    Object.entries(LUA_ALGORITHMS).map(([code, file]) => [
+    REGISTRY.map(({ code, lua: file }) => [
       code,
       decisionScript(`${COMMAND_PREFIX}_${code}`, [file]),
     ]),
   ),
-  mixed: decisionScript(COMMAND_PREFIX, Object.values(LUA_ALGORITHMS)),
+  mixed: decisionScript(
+    COMMAND_PREFIX,
+    REGISTRY.map((e) => e.lua),
+  ),
 });
 
 /**
@@ -62,7 +65,7 @@ export const DECISION_SCRIPTS: Readonly<Record<string, DecisionScript>> = Object
  * the server is out of memory.
  */
 export const DECISION_LIBRARY: DecisionLibrary = (() => {
-  const lua = body(Object.values(LUA_ALGORITHMS));
+  const lua = body(REGISTRY.map((e) => e.lua));
   const name = `ratelimit_${createHash('sha1').update(lua).digest('hex').slice(0, 16)}`;
   const code = [`#!lua name=${name}`, lua, `redis.register_function('${name}', decide)`].join('\n');
   return Object.freeze({ name, fn: name, code });
