@@ -7,7 +7,7 @@
  *   npm run bench:heap
  */
 import { type Algorithm, MemoryStore } from '../lib/index.js';
-import { KeyBuilder } from '../lib/route/route-keys.js';
+import { RouteKeys } from '../lib/route/route-keys.js';
 import { resolvePolicy } from '../lib/policy/rate-limit.policy.js';
 
 // Just past a power of two, where the Map has just doubled its table: the most a key costs.
@@ -44,8 +44,8 @@ async function measure({ algorithm, requests }: Case) {
   let nowMs = 1_700_000_000_000;
   const store = new MemoryStore({ clock: () => nowMs, maxKeys: keys + 1 });
   const policy = resolvePolicy({ algorithm, period: '1h', threshold: 1000 }, 'heap');
-  const head = new KeyBuilder('rate-limit').routeHead('GET /items');
-  const tail = KeyBuilder.tail(policy, 0);
+  const head = new RouteKeys('rate-limit').routeHead('GET /items');
+  const tail = RouteKeys.tail(policy, 0);
   const policies = [policy];
   const costs = [1];
   const before = heapBytes();

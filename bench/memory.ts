@@ -4,7 +4,7 @@
  */
 import { Redis } from 'ioredis';
 import { type Algorithm, RedisStore } from '../lib/index.js';
-import { KeyBuilder } from '../lib/route/route-keys.js';
+import { RouteKeys } from '../lib/route/route-keys.js';
 import { resolvePolicy } from '../lib/policy/rate-limit.policy.js';
 import { ALGORITHMS } from '../lib/algorithms/algorithm.js';
 import { type BenchContext, progress } from './support/bench-context.js';
@@ -139,7 +139,7 @@ function subjects(): ((url: string) => Promise<Subject>)[] {
         { algorithm, period: LIMIT.periodMs / 1000, threshold: LIMIT.threshold },
         'bench',
       );
-      const key = new KeyBuilder(PREFIX).routeHead(ROUTE) + TRACKER + KeyBuilder.tail(policy, 0);
+      const key = new RouteKeys(PREFIX).routeHead(ROUTE) + TRACKER + RouteKeys.tail(policy, 0);
       return {
         limiter: 'ours',
         algorithm,

@@ -2,8 +2,9 @@ export { RateLimitModule } from './module/rate-limit.module.js';
 export { RateLimit, SkipRateLimit } from './route/rate-limit.decorator.js';
 export { RateLimitGuard } from './route/rate-limit.guard.js';
 export { RateLimitInterceptor } from './route/rate-limit.interceptor.js';
-export { RateLimitService, type ConsumeOptions } from './service/rate-limit.service.js';
-export { type AcquireOptions, type RateLimitPermit } from './service/permit.js';
+export { RateLimitService } from './service/rate-limit.service.js';
+export { type AcquireOptions, type ConsumeOptions } from './service/service-options.js';
+export { type RateLimitPermit } from './service/permit.js';
 export { LEASE_POLL_MS, LEASE_POLL_JITTER_MS } from './flow/wait-for-slot.js';
 export {
   RateLimitException,

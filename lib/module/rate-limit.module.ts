@@ -28,6 +28,7 @@ import { configError } from '../policy/validation.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
 import { createStore, type StoreHandle } from '../stores/create-store.js';
 import { RateLimitStore } from '../stores/store.interface.js';
+import { PendingOutcomes } from '../transports/pending-outcomes.js';
 
 const derivedProviders: Provider[] = [
   {
@@ -53,16 +54,19 @@ const derivedProviders: Provider[] = [
     inject: [RATE_LIMIT_STORE_HANDLE],
   },
   LeaseKeeper,
+  PendingOutcomes,
   RateLimitGuard,
   RateLimitService,
 ];
 
-// The lease keeper too: a `@UseGuards(RateLimitGuard)` in another module builds the guard there.
+// The lease keeper and pending outcomes too: a `@UseGuards(RateLimitGuard)` in another module
+// builds the guard there, and `RateLimitInterceptor` is built in each handler's own module.
 const exported = [
   RATE_LIMIT_OPTIONS,
   RateLimitStore,
   RATE_LIMIT_MEMORY_STORE,
   LeaseKeeper,
+  PendingOutcomes,
   RateLimitGuard,
   RateLimitService,
 ];

@@ -1,3 +1,4 @@
+import { algorithmOf } from '../algorithms/registry.js';
 import { type ExecutionContext } from '@nestjs/common';
 import { type Algorithm } from '../algorithms/algorithm.js';
 import {
@@ -146,12 +147,12 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
   // Check now what does not depend on the request, so mistakes surface at startup.
   const algorithm = checkAlgorithm(policy.algorithm, where);
-  if (algorithm === 'concurrency' && route.count !== 'all') {
+  if (algorithmOf(algorithm).holdsLeases && route.count !== 'all') {
     throw configError(
       where,
       'count',
       route.count,
-      'omitted for concurrency (a lease is freed whatever the outcome)',
+      `omitted for ${algorithm} (a lease is freed whatever the outcome)`,
     );
   }
   if (typeof period !== 'function' && typeof threshold !== 'function') {

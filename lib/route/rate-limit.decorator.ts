@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { UseInterceptors } from '@nestjs/common';
+import { anyHoldsLeases } from '../algorithms/registry.js';
 import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
 import { RateLimitInterceptor } from './rate-limit.interceptor.js';
 import {
@@ -56,7 +57,7 @@ export function RateLimit(policies?: RoutePolicy | readonly RoutePolicy[]): Clas
     Reflect.defineMetadata(RATE_LIMIT_POLICY, templates, holder);
     // Outside HTTP, only an interceptor sees how a handler ended; only the handlers that count
     // outcomes or hold leases get it.
-    if (added.some((t) => t.count !== 'all' || t.algorithm === 'concurrency')) {
+    if (added.some((t) => t.count !== 'all') || anyHoldsLeases(added)) {
       if (descriptor === undefined) UseInterceptors(RateLimitInterceptor)(target as never);
       else UseInterceptors(RateLimitInterceptor)(target, propertyKey!, descriptor);
     }

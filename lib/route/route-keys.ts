@@ -44,11 +44,12 @@ function escapeChar(c: string): string {
 }
 
 /**
- * Builds keys of the form `<prefix>:{<route>|<tracker>}:<index>:<policy id>` for HTTP routes and
- * `<prefix>:{<key>}:<index>:<policy id>` for `RateLimitService.consume`. Everything between the braces is
- * the Redis Cluster hash tag, so all keys of one decision land in one slot.
+ * Every key shape, in one place. Route keys read `<prefix>:{<route>|<tracker>}:<index>:<policy id>`;
+ * a route whose policies count different trackers reads `<prefix>:{<route>}|<tracker>:<index>:<id>`;
+ * `RateLimitService` keys read `<prefix>:{<key>}:<index>:<policy id>`. Everything between the
+ * braces is the Redis Cluster hash tag, so all keys of one decision land in one slot.
  */
-export class KeyBuilder {
+export class RouteKeys {
   constructor(private readonly prefix: string) {}
 
   /** The constant part of a route's keys, computed once per route: `<prefix>:{<route>|`. */
@@ -80,6 +81,42 @@ export class KeyBuilder {
 
   /** A key for programmatic use; the missing `|` keeps it apart from every route key. */
   forKey(key: string, policy: ResolvedPolicy, index: number): string {
-    return `${this.prefix}:{${encodeKeyPart(key)}${KeyBuilder.tail(policy, index)}`;
+    return `${this.prefix}:{${encodeKeyPart(key)}${RouteKeys.tail(policy, index)}`;
   }
+
+  /** `RateLimitService`'s keys: one per policy under the caller's `key`. */
+  forService(key: string, policies: readonly ResolvedPolicy[]): string[] {
+    return policies.map((p, i) => this.forKey(key, p, i));
+  }
+
+  /**
+   * The key of policy `index` on a route whose policy has a tracker of its own (`part`, already
+   * encoded); with `routeTag`, the route alone is the hash tag.
+   */
+  withTracker(
+    route: string,
+    routeTag: boolean,
+    part: string,
+    policy: ResolvedPolicy,
+    index: number,
+  ): string {
+    return routeTag
+      ? `${this.routeTagHead(route)}${part}${RouteKeys.tagTail(policy, index)}`
+      : `${this.routeHead(route)}${part}${RouteKeys.tail(policy, index)}`;
+  }
+}
+
+// Kept apart from the module's trackers (`user:…`, `ip:…`), so that a policy's value, say a
+// username, can never name another caller's bucket.
+const POLICY_TRACKER_MARK = '~';
+
+/** A policy tracker's value, marked and encoded; undefined (the module's tracker then) when empty. */
+export function policyTrackerPart(value: unknown, where: string): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
+    return encodeKeyPart(POLICY_TRACKER_MARK + value);
+  }
+  throw new TypeError(
+    `${where}: tracker must return a string (or nothing); it returned ${typeof value}`,
+  );
 }

@@ -5,22 +5,10 @@ import {
 } from '../rate-limit.exception.js';
 import { type Duration, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { parseDuration } from '../policy/validation.js';
-import { type ConsumeOptions } from './rate-limit.service.js';
+import { type AcquireOptions } from './service-options.js';
 import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';
 import { waitForSlot } from '../flow/wait-for-slot.js';
-
-/** Options of one `acquire()` or `run()` call. */
-export interface AcquireOptions extends ConsumeOptions {
-  /**
-   * Longest time to wait for a slot. A call that cannot proceed within it is rejected at once,
-   * not after waiting. A number means seconds; 0 never waits. Default: the longest period
-   * among the policies.
-   */
-  maxWait?: Duration;
-  /** Cancels the wait: `acquire` rejects with the signal's reason, and a booked slot is given back. */
-  signal?: AbortSignal;
-}
 
 /**
  * What `acquire` resolves with: the allowing decision, plus `release()`, which frees the

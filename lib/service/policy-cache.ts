@@ -1,3 +1,4 @@
+import { anyHoldsLeases } from '../algorithms/registry.js';
 import { compileTemplates, type RoutePolicy } from '../route/policy-template.js';
 import { type RateLimitPolicy, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { configError } from '../policy/validation.js';
@@ -141,6 +142,6 @@ function compile(policy: Input, where: string): Compiled {
   return {
     policies: templates.map((t) => t.fixed!),
     costs: templates.map((t) => t.cost as number),
-    leases: templates.some((t) => t.algorithm === 'concurrency'),
+    leases: anyHoldsLeases(templates),
   };
 }

@@ -1,28 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
-import { acquirePermit, type AcquireOptions, type RateLimitPermit } from './permit.js';
-import { KeyBuilder } from '../route/route-keys.js';
+import { acquirePermit, type RateLimitPermit } from './permit.js';
+import { RouteKeys } from '../route/route-keys.js';
+import { type AcquireOptions, type ConsumeOptions } from './service-options.js';
 import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { PolicyCache } from './policy-cache.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { checkCount, configError, parseDuration } from '../policy/validation.js';
+import { execute, type Limits, type StoreCall } from '../stores/store-call.js';
 import {
-  invoke,
-  type OperationExtras,
   type RateLimitDecision,
   RateLimitStore,
   type StoreOperation,
 } from '../stores/store.interface.js';
-
-/** Options of one `consume()`, `peek()` or `refund()` call. */
-export interface ConsumeOptions {
-  /**
-   * How many requests this call counts as (or gives back), for every policy. Default: each
-   * policy's `cost`, else 1.
-   */
-  cost?: number;
-}
 
 // Built once: the hot path must not assemble the place name of an error it rarely throws.
 const WHERE: Readonly<Record<StoreOperation, string>> = {
@@ -48,7 +39,7 @@ const WHERE: Readonly<Record<StoreOperation, string>> = {
  */
 @Injectable()
 export class RateLimitService {
-  private readonly keys: KeyBuilder;
+  private readonly keys: RouteKeys;
   private readonly compiled = new PolicyCache();
 
   constructor(
@@ -56,7 +47,7 @@ export class RateLimitService {
     @Inject(RateLimitStore) private readonly store: RateLimitStore,
     private readonly leases: LeaseKeeper,
   ) {
-    this.keys = new KeyBuilder(options.keyPrefix);
+    this.keys = new RouteKeys(options.keyPrefix);
   }
 
   /**
@@ -208,11 +199,11 @@ export class RateLimitService {
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     options: ConsumeOptions | undefined,
-    extras?: OperationExtras,
+    extras?: Pick<StoreCall, 'durationMs'>,
   ): Promise<RateLimitDecision> {
     const where = WHERE[op];
-    const { keys, policies, costs } = this.prepare(where, key, policy, options, op !== 'consume');
-    return invoke(this.store, op, keys, policies, costs, extras);
+    const limits = this.prepare(where, key, policy, options, op !== 'consume');
+    return execute(this.store, { op, limits, ...extras });
   }
 
   private prepare(
@@ -221,7 +212,7 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     options: ConsumeOptions | undefined,
     leasesAllowed: boolean,
-  ) {
+  ): Limits {
     if (typeof key !== 'string' || key === '')
       throw configError(where, 'key', key, 'a non-empty string');
     const { policies, costs, leases } = this.compiled.get(policy, where);
@@ -235,7 +226,7 @@ export class RateLimitService {
       );
     }
     const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
-    const keys = policies.map((p, i) => this.keys.forKey(key, p, i));
+    const keys = this.keys.forService(key, policies);
     return { keys, policies, costs: cost === undefined ? costs : policies.map(() => cost) };
   }
 }

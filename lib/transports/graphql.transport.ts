@@ -3,7 +3,7 @@ import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
 import { type HttpRequestLike, type HttpResponseLike, setHeader } from './http-request.js';
 import { addressTracker, defaultTracker, userTracker } from './trackers.js';
 import { GraphQLRateLimitError } from '../rate-limit.exception.js';
-import { finiteWait, onceEvent, type Transport } from './transport.js';
+import { finiteWait, onceEvent, throughInterceptor, type Transport } from './transport.js';
 
 /** A response whose headers may already be out (Express `headersSent`, Fastify `sent`). */
 interface ResponseLike extends HttpResponseLike {
@@ -89,6 +89,8 @@ export const graphqlTransport: Transport = {
     const res = (ctx.res ?? ctx.reply ?? ctx.req?.res) as { raw?: unknown } | undefined;
     return onceEvent(res?.raw ?? res, 'close', listener);
   },
+
+  watchOutcome: throughInterceptor,
 
   reject(context, { reason, message, decision }) {
     if (reason === 'unavailable') {

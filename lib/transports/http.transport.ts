@@ -15,6 +15,17 @@ import { onceEvent, type Rejection, type Transport } from './transport.js';
 const request = (context: ExecutionContext) => context.getArgByIndex<HttpRequestLike>(0);
 const response = (context: ExecutionContext) => context.getArgByIndex<HttpResponseLike>(1);
 
+/** The Node response under an Express response or a Fastify reply. */
+interface NodeResponseLike {
+  statusCode?: number;
+  writableFinished?: boolean;
+  closed?: boolean;
+  destroyed?: boolean;
+  once?(event: 'close', listener: () => void): unknown;
+}
+
+const neverUnclaimed = () => false;
+
 /** Controllers on Express or Fastify: keyed by method and route pattern, answered with 429. */
 export const httpTransport: Transport = {
   tracker: (context, ipv6Subnet) => defaultTracker(request(context), ipv6Subnet),
@@ -39,6 +50,22 @@ export const httpTransport: Transport = {
     // The Node response closes early when the client goes away before it is sent.
     const reply = response(context) as HttpResponseLike & { raw?: unknown };
     return onceEvent(reply?.raw ?? reply, 'close', listener);
+  },
+
+  watchOutcome(context, settle) {
+    // The Node response, once it closes: a status set by an exception filter, another guard or
+    // the handler counts, and a client gone before the response was complete is a failure.
+    const reply = response(context) as HttpResponseLike & { raw?: NodeResponseLike };
+    const res = (reply?.raw ?? reply) as NodeResponseLike | undefined;
+    if (typeof res?.once !== 'function') {
+      settle(false);
+      return neverUnclaimed;
+    }
+    const closed = () => settle(res.writableFinished === true && (res.statusCode ?? 500) < 400);
+    // The client may have gone while the guard was deciding: 'close' has fired already.
+    if (res.closed === true || res.destroyed === true) closed();
+    else res.once('close', closed);
+    return neverUnclaimed;
   },
 
   reject(context, { reason, message, decision }: Rejection) {

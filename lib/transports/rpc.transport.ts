@@ -2,7 +2,7 @@ import { type ExecutionContext } from '@nestjs/common';
 import { addressTracker, userTracker } from './trackers.js';
 import { optionalExport, whenLoaded } from './optional-export.js';
 import { rejectionPayload } from './error-payload.js';
-import { type Transport } from './transport.js';
+import { throughInterceptor, type Transport } from './transport.js';
 
 /** The parts of a microservice transport's context the guard reads; each is optional. */
 interface RpcContextLike {
@@ -64,6 +64,8 @@ export const rpcTransport: Transport = {
   },
 
   report() {},
+
+  watchOutcome: throughInterceptor,
 
   reject(_context, rejection) {
     const payload = rejectionPayload(rejection);

@@ -1,6 +1,7 @@
 import { type ExecutionContext } from '@nestjs/common';
 import { type HeaderMode } from './http-headers.js';
 import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type PendingOutcomes, type Settle } from './pending-outcomes.js';
 
 /**
  * A route label in the making, kept per handler: the two parts it was built from last time and
@@ -59,6 +60,23 @@ export interface Transport {
    * listening; undefined where the transport cannot tell. Used while a call waits for a slot.
    */
   abandoned?(context: ExecutionContext, listener: () => void): (() => void) | undefined;
+  /**
+   * Arranges for `settle` to be told once how the call ends, for policies that count only some
+   * outcomes or hold a lease while the call runs. Returns whether nothing has taken charge of
+   * telling it yet: then the guard settles the call itself if it is turned away later. HTTP
+   * follows the response; the other transports leave the call in `pending` for
+   * `RateLimitInterceptor`.
+   */
+  watchOutcome(context: ExecutionContext, settle: Settle, pending: PendingOutcomes): () => boolean;
+}
+
+/** {@link Transport.watchOutcome} of the transports whose outcome only an interceptor sees. */
+export function throughInterceptor(
+  context: ExecutionContext,
+  settle: Settle,
+  pending: PendingOutcomes,
+): () => boolean {
+  return pending.leave(context, settle);
 }
 
 /** An emitter's `once`/`off`, as Node streams and sockets have them. */

@@ -2,7 +2,7 @@ import { type ExecutionContext } from '@nestjs/common';
 import { addressTracker, userTracker } from './trackers.js';
 import { optionalExport, whenLoaded } from './optional-export.js';
 import { rejectionPayload } from './error-payload.js';
-import { onceEvent, type Transport } from './transport.js';
+import { onceEvent, throughInterceptor, type Transport } from './transport.js';
 
 /** The parts of a Socket.IO socket (or a `ws` WebSocket) the guard reads. */
 interface WsClientLike {
@@ -57,6 +57,8 @@ export const wsTransport: Transport = {
     const socket = client(context);
     return onceEvent(socket, socket.handshake === undefined ? 'close' : 'disconnect', listener);
   },
+
+  watchOutcome: throughInterceptor,
 
   reject(_context, rejection) {
     const payload = rejectionPayload(rejection);

@@ -6,7 +6,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
-import { encodeKeyPart, KeyBuilder, MAX_KEY_PART } from '../../lib/route/route-keys.js';
+import { encodeKeyPart, RouteKeys, MAX_KEY_PART } from '../../lib/route/route-keys.js';
 import { DEFAULT_KEY_PREFIX } from '../../lib/module/rate-limit.options.js';
 import { MAX_POLICIES, resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { longNasty, resplits, shortNasty, withLookalikes } from './fixtures/nasty.js';
@@ -19,8 +19,8 @@ const DECISION = ALGORITHMS.map((algorithm, i) =>
   ),
 );
 const TAILS = [
-  ...DECISION.map((p, i) => KeyBuilder.tail(p, i)),
-  KeyBuilder.tail(DECISION[0], MAX_POLICIES - 1),
+  ...DECISION.map((p, i) => RouteKeys.tail(p, i)),
+  RouteKeys.tail(DECISION[0], MAX_POLICIES - 1),
 ];
 const RUNS = 100;
 const PAIRS_WANTED = 100_000;
@@ -65,7 +65,7 @@ function remember<T>(cache: Map<string, T>, s: string, make: (s: string) => T): 
 
 describe('keys under hostile routes and trackers', () => {
   const prefix = DEFAULT_KEY_PREFIX;
-  const keys = new KeyBuilder(prefix);
+  const keys = new RouteKeys(prefix);
   // Each encoded part is either escaped text of at most MAX_KEY_PART UTF-16 units, none of them a
   // surrogate (surrogates are escaped), so at most 3 UTF-8 bytes each, or '#' + 43 base64url
   // characters. Around them: `<prefix>:{`, `|`, and the tail `}:<index>:<policy id>`.
@@ -141,7 +141,7 @@ describe('keys under hostile routes and trackers', () => {
   });
 
   it('states the bound for the default layout: 429 characters and 1229 bytes with a seed policy', () => {
-    const tail = KeyBuilder.tail(resolvePolicy({ period: 30, threshold: 2 }, 'abuse'), 0);
+    const tail = RouteKeys.tail(resolvePolicy({ period: 30, threshold: 2 }, 'abuse'), 0);
     expect([maxChars(tail), maxBytes(tail)]).toEqual([429, 1229]);
     // Reached, not just respected: 200 three-byte characters on each side stay readable.
     const widest = '\u4e2d'.repeat(MAX_KEY_PART);

@@ -16,7 +16,7 @@ import {
   RateLimitService,
   RedisStore,
 } from '../../lib/index.js';
-import { encodeKeyPart, KeyBuilder } from '../../lib/route/route-keys.js';
+import { encodeKeyPart, RouteKeys } from '../../lib/route/route-keys.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { useRedis } from '../support/stores.js';
@@ -144,7 +144,7 @@ describe('hostile trackers through Redis', () => {
     // As scripts here; the module below decides with Functions.
     const store = new RedisStore({ client: redis().shared, functions: false });
     const prefix = `abuse-${randomUUID().slice(0, 8)}`;
-    const head = new KeyBuilder(prefix).routeHead('GET /abuse/:id');
+    const head = new RouteKeys(prefix).routeHead('GET /abuse/:id');
     const problems: string[] = [];
 
     for (const [n, tracker] of TRACKERS.entries()) {
@@ -152,7 +152,7 @@ describe('hostile trackers through Redis', () => {
       for (const [i, policy] of POLICIES.entries()) {
         // As the guard keys it, and raw, numbered so that strings UTF-8 cannot tell apart (lone
         // surrogates) still get keys of their own: the store must take any string as a key.
-        const built = head + encodeKeyPart(tracker) + KeyBuilder.tail(policy, 0);
+        const built = head + encodeKeyPart(tracker) + RouteKeys.tail(policy, 0);
         const raw = `${prefix}:raw:${n}:${i}:${tracker}`;
         for (const key of [built, raw]) {
           runs.push(twice(tracker, () => store.consume([key], [policy], [1]), problems));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { encodeKeyPart, KeyBuilder, MAX_KEY_PART } from '../../lib/route/route-keys.js';
+import { encodeKeyPart, RouteKeys, MAX_KEY_PART } from '../../lib/route/route-keys.js';
 import { normalizeIp, UNKNOWN_IP } from '../../lib/transports/client-ip.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { defaultTracker } from '../../lib/transports/trackers.js';
@@ -12,10 +12,10 @@ function hashTag(key: string): string {
 }
 
 describe('keys', () => {
-  const keys = new KeyBuilder('rl');
+  const keys = new RouteKeys('rl');
   const seedPolicy = resolvePolicy({ period: 30, threshold: 2 }, 'test');
   const routeKey = (route: string, tracker: string) =>
-    keys.routeHead(route) + encodeKeyPart(tracker) + KeyBuilder.tail(seedPolicy, 0);
+    keys.routeHead(route) + encodeKeyPart(tracker) + RouteKeys.tail(seedPolicy, 0);
 
   it('reads well for ordinary input', () => {
     expect(routeKey('GET /items/:id', 'ip:10.0.0.1')).toBe(

@@ -1,0 +1,108 @@
+import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { moduleTracker } from './module-tracker.js';
+import { type Limits } from '../stores/store-call.js';
+import { isPromise, resolveCost } from './policy-template.js';
+import { type RouteCall, type RouteFeatures } from './route-plan.js';
+import { policyTrackerPart, RouteKeys } from './route-keys.js';
+import { EXPIRED, type FunctionBound } from './user-functions.js';
+
+/**
+ * What one request to a route is decided on: its policies and costs (resolved per request only
+ * where they depend on it) and its keys, one per policy: whose quota it counts (the module's
+ * tracker, or a policy's own) put into the shapes {@link RouteKeys} builds.
+ */
+export class RequestLimits {
+  readonly shapes: RouteKeys;
+
+  constructor(
+    private readonly options: Pick<
+      ResolvedRateLimitOptions,
+      'keyPrefix' | 'getTracker' | 'ipv6Subnet'
+    >,
+    private readonly bound: FunctionBound,
+  ) {
+    this.shapes = new RouteKeys(options.keyPrefix);
+  }
+
+  async of(call: RouteCall): Promise<Limits> {
+    const { context, plan } = call;
+    const bound = this.bound;
+    const policies: readonly ResolvedPolicy[] =
+      plan.policies ??
+      (await Promise.all(plan.templates.map((t) => t.resolve(context, bound, plan.where))));
+    const costs =
+      plan.costs ??
+      (await Promise.all(plan.templates.map((t) => resolveCost(t, context, bound, plan.where))));
+    let keys = this.keysOf(call, policies);
+    if (!Array.isArray(keys)) keys = await keys;
+    return { keys, policies, costs };
+  }
+
+  private keysOf(
+    call: RouteCall,
+    policies: readonly ResolvedPolicy[],
+  ): string[] | Promise<string[]> {
+    const features = call.plan.features;
+    if (features?.anyTracker) return this.withTrackers(call, features, policies);
+    const tracker = this.moduleTracker(call);
+    return typeof tracker === 'string'
+      ? this.plain(call, tracker, policies)
+      : tracker.then((t) => this.plain(call, t, policies));
+  }
+
+  /** The module's tracker, as a key part. */
+  private moduleTracker(call: RouteCall): string | Promise<string> {
+    const { context, transport, plan } = call;
+    return moduleTracker(this.options, this.bound, transport, context, plan.place, plan.where);
+  }
+
+  private plain(call: RouteCall, tracker: string, policies: readonly ResolvedPolicy[]): string[] {
+    const head = this.head(call) + tracker;
+    const tails = call.plan.tails;
+    const keys = new Array<string>(policies.length);
+    for (let i = 0; i < keys.length; i++) {
+      keys[i] = head + (tails === undefined ? RouteKeys.tail(policies[i], i) : tails[i]);
+    }
+    return keys;
+  }
+
+  /** The route's key head, rebuilt only when the transport's label for it changes. */
+  private head({ context, transport, plan }: RouteCall): string {
+    const label = transport.route(context, plan.route, plan.place);
+    if (label !== plan.head.label) {
+      plan.head.value = this.shapes.routeHead(label);
+      plan.head.label = label;
+    }
+    return plan.head.value;
+  }
+
+  /**
+   * Keys of a route whose policies have trackers of their own. A policy tracker's promise is
+   * awaited through the bound; one that does not settle in time counts as returning nothing: the
+   * module's tracker then.
+   */
+  private async withTrackers(
+    call: RouteCall,
+    features: RouteFeatures,
+    policies: readonly ResolvedPolicy[],
+  ): Promise<string[]> {
+    const { context, transport, plan } = call;
+    const route = transport.route(context, plan.route, plan.place);
+    const keys = new Array<string>(policies.length);
+    let fallback: string | undefined;
+    for (let i = 0; i < policies.length; i++) {
+      const own = features.trackers[i];
+      let part: string | undefined;
+      if (own !== undefined) {
+        let value: unknown = own(context);
+        if (isPromise(value))
+          value = await this.bound.settle(value, 'tracker', context, plan.where);
+        part = policyTrackerPart(value === EXPIRED ? undefined : value, plan.where);
+      }
+      part ??= fallback ??= await this.moduleTracker(call);
+      keys[i] = this.shapes.withTracker(route, features.routeTag, part, policies[i], i);
+    }
+    return keys;
+  }
+}

@@ -1,0 +1,73 @@
+import { Logger } from '@nestjs/common';
+import { type HeaderMode, policyHeader } from '../transports/http-headers.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from '../rate-limit.exception.js';
+import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type Rejection } from '../transports/transport.js';
+import { type DecisionHooks } from './decision-hooks.js';
+import { type RouteCall } from './route-plan.js';
+
+/** The last step of a call: the hooks are told, the client is told, the call goes on or not. */
+export class RouteAnswer {
+  private readonly logger = new Logger('RateLimit');
+
+  constructor(
+    private readonly hooks: DecisionHooks,
+    private readonly headers: HeaderMode,
+    private readonly errorMessage: string,
+  ) {}
+
+  /**
+   * Tells the hooks and the client, and lets the call through or turns it away. The hooks see
+   * `decision`; the client sees `shown`, the enforced policies' own decision when some are in
+   * shadow mode, so that a shadow policy never shows in headers or `Retry-After`.
+   */
+  answer(
+    call: RouteCall,
+    policies: readonly ResolvedPolicy[],
+    decision: RateLimitDecision,
+    shown: RateLimitDecision = decision,
+  ): Promise<boolean> | boolean {
+    if (this.hooks.onDecision !== undefined) this.hooks.decided(call.context, decision);
+
+    if (shown.degraded === 'allow') return true;
+    if (shown.degraded === 'deny') {
+      const rejection = { reason: 'unavailable', message: STORE_UNAVAILABLE_MESSAGE } as const;
+      return this.turnAway(call, { ...rejection, decision: shown }, decision);
+    }
+    const { context, transport, plan } = call;
+    const header =
+      shown === decision && plan.policyHeader !== undefined
+        ? plan.policyHeader
+        : policyHeader(policies);
+    transport.report(context, this.headers, header, shown);
+    if (shown.allowed) return true;
+    const never = shown.retryAfterMs === Infinity;
+    const message = never ? COST_TOO_HIGH_MESSAGE : this.errorMessage;
+    return this.turnAway(call, { reason: 'limited', message, decision: shown }, decision);
+  }
+
+  /** A call only shadow policies would have turned away: logged, and `onLimited` hears of it. */
+  shadowLimited(call: RouteCall, decision: RateLimitDecision): void {
+    const { context, transport, plan } = call;
+    const route = transport.route(context, plan.route, plan.place);
+    this.logger.debug(`A shadow policy would have rejected a request to ${route}`);
+    if (this.hooks.onLimited !== undefined) this.hooks.limited(context, decision);
+  }
+
+  /** Every policy is in shadow mode: the call goes on, and `onDecision` sees it. */
+  passedUnenforced(call: RouteCall, decision: RateLimitDecision): true {
+    if (this.hooks.onDecision !== undefined) this.hooks.decided(call.context, decision);
+    return true;
+  }
+
+  /** `told` is what `onLimited` sees: the same decision `onDecision` saw. */
+  private async turnAway(
+    { context, transport }: RouteCall,
+    rejection: Rejection,
+    told: RateLimitDecision,
+  ): Promise<never> {
+    if (this.hooks.onLimited !== undefined) this.hooks.limited(context, told);
+    throw await transport.reject(context, rejection);
+  }
+}

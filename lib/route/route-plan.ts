@@ -1,0 +1,152 @@
+import { type ExecutionContext } from '@nestjs/common';
+import { type Reflector } from '@nestjs/core';
+import { anyHoldsLeases } from '../algorithms/registry.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
+import { policyHeader } from '../transports/http-headers.js';
+import { newRouteMemo, type RouteMemo, type Transport } from '../transports/transport.js';
+import { type CountMode, type PolicyTemplate } from './policy-template.js';
+import { placeName } from './rate-limit.decorator.js';
+import { RouteKeys } from './route-keys.js';
+
+/**
+ * What a route uses beyond "count every request of the module's tracker, enforced": policies with
+ * their own tracker, counting only some outcomes, shadow mode, waiting, or leases. A route that
+ * uses none has no features, and takes none of their steps.
+ */
+export interface RouteFeatures {
+  readonly trackers: ReadonlyArray<PolicyTemplate['tracker']>;
+  readonly anyTracker: boolean;
+  /** Several policies, some with their own tracker: their keys share the route as hash tag. */
+  readonly routeTag: boolean;
+  readonly shadow: readonly boolean[];
+  readonly anyShadow: boolean;
+  readonly counts: readonly CountMode[];
+  readonly anyCount: boolean;
+  /** The longest `maxWait` among the enforced policies; 0 when the route never waits. */
+  readonly maxWaitMs: number;
+  /** Some policy holds a lease until the call ends (`'concurrency'`). */
+  readonly anyLease: boolean;
+}
+
+/**
+ * Everything about one handler that does not change from one request to the next, compiled on
+ * its first request. Per-request work is only what depends on the request.
+ */
+export interface RoutePlan {
+  readonly templates: readonly PolicyTemplate[];
+  /** `Class.method`, the route's stand-in name where a transport knows no route. */
+  readonly place: string;
+  /** `@RateLimit on <place>`, for errors and warnings. */
+  readonly where: string;
+  /** Present when no policy value depends on the request: then nothing is resolved per request. */
+  readonly policies: readonly ResolvedPolicy[] | undefined;
+  /** Present when every cost is a plain number. */
+  readonly costs: readonly number[] | undefined;
+  /** What follows the tracker in each key, when the policies are fixed. */
+  readonly tails: readonly string[] | undefined;
+  readonly policyHeader: string | undefined;
+  /** The transport's label for the route seen last; a handler almost always has one route. */
+  readonly route: RouteMemo;
+  /** The key head built for `route.label`, kept while the label stays the same string. */
+  readonly head: { label: string | undefined; value: string };
+  /** Undefined for a plain route: one enforced call, the module's tracker, nothing after. */
+  readonly features: RouteFeatures | undefined;
+}
+
+/** The plans of every handler, compiled on first use. `null`: the handler is not limited. */
+export class RoutePlans {
+  private readonly byClass = new WeakMap<object, Map<object, RoutePlan | null>>();
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly shadowAll: boolean,
+  ) {}
+
+  planFor(cls: object, handler: object): RoutePlan | null {
+    let byHandler = this.byClass.get(cls);
+    if (byHandler === undefined) {
+      byHandler = new Map();
+      this.byClass.set(cls, byHandler);
+    }
+    let plan = byHandler.get(handler);
+    if (plan === undefined) {
+      plan = this.compile(cls, handler);
+      byHandler.set(handler, plan);
+    }
+    return plan;
+  }
+
+  /** Method-level metadata wins over class-level; `@SkipRateLimit` wins at its own level. */
+  private compile(cls: object, handler: object): RoutePlan | null {
+    const get = <T>(key: symbol, target: object) =>
+      this.reflector.get<T | undefined>(key, target as never);
+    if (get<boolean>(RATE_LIMIT_SKIP, handler)) return null;
+    let templates = get<PolicyTemplate[]>(RATE_LIMIT_POLICY, handler);
+    if (templates === undefined) {
+      if (get<boolean>(RATE_LIMIT_SKIP, cls)) return null;
+      templates = get<PolicyTemplate[]>(RATE_LIMIT_POLICY, cls);
+    }
+    if (templates === undefined) return null;
+
+    const fixed = templates.every((t) => t.fixed !== undefined)
+      ? templates.map((t) => t.fixed!)
+      : undefined;
+    const costs = templates.every((t) => typeof t.cost === 'number')
+      ? templates.map((t) => t.cost as number)
+      : undefined;
+    const place = placeName(
+      (cls as { prototype: object }).prototype,
+      (handler as { name: string }).name,
+    );
+    return {
+      templates,
+      place,
+      where: `@RateLimit on ${place}`,
+      policies: fixed,
+      costs,
+      tails: fixed?.map((p, i) => RouteKeys.tail(p, i)),
+      policyHeader: fixed && policyHeader(fixed),
+      route: newRouteMemo(),
+      head: { label: undefined, value: '' },
+      features: routeFeatures(templates, this.shadowAll),
+    };
+  }
+}
+
+/** The features of a handler's templates, or undefined when it uses none. */
+function routeFeatures(
+  templates: readonly PolicyTemplate[],
+  shadowAll: boolean,
+): RouteFeatures | undefined {
+  const trackers = templates.map((t) => t.tracker);
+  const shadow = templates.map((t) => shadowAll || t.shadow);
+  const counts = templates.map((t) => t.count);
+  const anyTracker = trackers.some((t) => t !== undefined);
+  const anyShadow = shadow.some(Boolean);
+  const anyCount = counts.some((c) => c !== 'all');
+  let maxWaitMs = 0;
+  templates.forEach((t, i) => {
+    if (!shadow[i]) maxWaitMs = Math.max(maxWaitMs, t.maxWaitMs);
+  });
+  const anyLease = anyHoldsLeases(templates);
+  if (!anyTracker && !anyShadow && !anyCount && maxWaitMs === 0 && !anyLease) return undefined;
+  return {
+    trackers,
+    anyTracker,
+    routeTag: anyTracker && templates.length > 1,
+    shadow,
+    anyShadow,
+    counts,
+    anyCount,
+    maxWaitMs,
+    anyLease,
+  };
+}
+
+/** One call to a limited handler, as the guard's steps see it. */
+export interface RouteCall {
+  readonly context: ExecutionContext;
+  readonly transport: Transport;
+  readonly plan: RoutePlan;
+}

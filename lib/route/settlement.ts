@@ -1,0 +1,93 @@
+import { Logger } from '@nestjs/common';
+import { type HeldLease, type LeaseKeeper } from '../flow/lease-keeper.js';
+import { execute } from '../stores/store-call.js';
+import { type RateLimitStore } from '../stores/store.interface.js';
+import { type PendingOutcomes } from '../transports/pending-outcomes.js';
+import { type CountMode } from './policy-template.js';
+import { type DecisionPart } from './route-decision.js';
+import { type RouteCall, type RouteFeatures } from './route-plan.js';
+
+// Enough to see that refunds fail without a log line per request while a store is down.
+const MAX_REPORTED_REFUND_FAILURES = 5;
+
+/**
+ * The end of a call on a route that holds leases or counts only some outcomes. The leases the
+ * decision took are held until the call ends; once its outcome is known, they are freed and the
+ * policies that do not count that outcome get back what they counted: `'failures'` policies on
+ * success, `'successes'` policies on failure. The outcome comes through the call's transport.
+ */
+export class Settlement {
+  private readonly logger = new Logger('RateLimit');
+  private refundFailures = 0;
+
+  constructor(
+    private readonly leases: LeaseKeeper,
+    private readonly pending: PendingOutcomes,
+  ) {}
+
+  /**
+   * Only parts the store allowed counted anything. A call turned away frees its leases at once. A
+   * refund that fails is logged (the first few), never thrown.
+   */
+  settle(
+    { context, transport }: RouteCall,
+    features: RouteFeatures,
+    store: RateLimitStore,
+    parts: readonly DecisionPart[],
+    admitted: boolean,
+  ): void {
+    let held: HeldLease[] | undefined;
+    let unclaimed = () => false;
+    if (features.anyLease) {
+      for (const part of parts) {
+        if (!part.decision!.allowed) continue;
+        const lease = this.leases.hold(part.keys, part.policies, part.costs, part.decision!, () =>
+          unclaimed(),
+        );
+        if (lease === undefined) continue;
+        if (admitted) (held ??= []).push(lease);
+        else void this.leases.release(lease);
+      }
+    }
+    if (!features.anyCount && held === undefined) return;
+    unclaimed = transport.watchOutcome(
+      context,
+      (succeeded) => {
+        if (held !== undefined) for (const lease of held) void this.leases.release(lease);
+        if (features.anyCount) this.giveBack(features, store, parts, succeeded);
+      },
+      this.pending,
+    );
+  }
+
+  private giveBack(
+    features: RouteFeatures,
+    store: RateLimitStore,
+    parts: readonly DecisionPart[],
+    succeeded: boolean,
+  ): void {
+    for (const part of parts) {
+      const decision = part.decision!;
+      if (!decision.allowed) continue;
+      // The whole key set, as counted (the block cache knows it by that set); a policy that
+      // counts this outcome gets 0 back.
+      const costs = part.indexes.map((i, j) =>
+        givesBack(features.counts[i], succeeded) ? part.costs[j] : 0,
+      );
+      if (costs.every((c) => c === 0)) continue;
+      execute(store, {
+        op: 'refund',
+        limits: { keys: part.keys, policies: part.policies, costs },
+        of: decision,
+      }).catch((error: unknown) => {
+        if (this.refundFailures++ < MAX_REPORTED_REFUND_FAILURES) {
+          this.logger.warn(`Giving back a request that does not count failed: ${String(error)}`);
+        }
+      });
+    }
+  }
+}
+
+function givesBack(mode: CountMode, succeeded: boolean): boolean {
+  return mode === 'failures' ? succeeded : mode === 'successes' ? !succeeded : false;
+}
