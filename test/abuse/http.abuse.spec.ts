@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import request from 'supertest';
 import { type RateLimitRootOptions } from '../../lib/index.js';
 import { STORE_KINDS, useRedis } from '../support/stores.js';
-import { uniquePrefix } from '../contract/fixtures/app.js';
+import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { createAbuseApp, rawGetStatus, THRESHOLD } from './fixtures/app.js';
 
 /** 200 for the first THRESHOLD requests, 429 after: what one shared limit answers. */

@@ -13,8 +13,8 @@ import {
   RedisStore,
 } from '../../lib/index.js';
 import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';
-import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/fixtures/app.js';
-import { storeContract } from '../contract/store.suite.js';
+import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/http/fixtures/app.js';
+import { storeContract } from '../contract/store/store.suite.js';
 import { CLIENT_KINDS } from '../support/clients.js';
 import { TestClock, useCluster, useRedis } from '../support/stores.js';
 import { stateKeys } from '../support/decision-ids.js';

@@ -14,7 +14,7 @@ import { type ClusterMaster } from '../support/redis-cluster.js';
 import { waitFor } from '../support/wait-for.js';
 import { useCluster } from '../support/stores.js';
 import { unitsIn } from '../support/weighted-sets.js';
-import { uniquePrefix } from '../contract/fixtures/app.js';
+import { uniquePrefix } from '../contract/http/fixtures/app.js';
 
 const CALL_BOUND_MS = 5000;
 

@@ -17,7 +17,7 @@ import {
   type RedisConnection,
 } from '../../lib/index.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
-import { uniquePrefix } from '../contract/fixtures/app.js';
+import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { CapturingLogger, createLimiterApp, sleep } from '../fault/traffic.js';
 import { CLIENT_KINDS } from '../support/clients.js';
 import { type ClusterMaster, type TestCluster } from '../support/redis-cluster.js';

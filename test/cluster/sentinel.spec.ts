@@ -18,7 +18,7 @@ import {
   RateLimitService,
   type RedisConnection,
 } from '../../lib/index.js';
-import { uniquePrefix, uniqueUser } from '../contract/fixtures/app.js';
+import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
 import { type ClientKind, CLIENT_KINDS } from '../support/clients.js';
 import { freePort, spawnRedisServer, stopProcess } from '../support/redis-process.js';
 import { waitFor } from '../support/wait-for.js';

@@ -8,7 +8,7 @@ import { firstValueFrom } from 'rxjs';
 import { type Socket } from 'socket.io-client';
 import request from 'supertest';
 import { type RateLimitRootOptions } from '../../lib/index.js';
-import { uniquePrefix } from '../contract/fixtures/app.js';
+import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { waitFor } from '../support/wait-for.js';
 import {
   createLeaseGraphQLApp,

@@ -5,7 +5,7 @@ import { type INestApplication } from '@nestjs/common';
 import { GqlExecutionContext } from '@nestjs/graphql';
 import request from 'supertest';
 import { type RateLimitDecision, type RateLimitRootOptions } from '../../lib/index.js';
-import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/fixtures/app.js';
+import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/http/fixtures/app.js';
 import { useRedis } from '../support/stores.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { createGraphQLApp } from './fixtures/graphql-app.js';

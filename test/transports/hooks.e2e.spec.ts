@@ -9,7 +9,7 @@ import {
   uniquePrefix,
   uniqueUser,
   USER_HEADER,
-} from '../contract/fixtures/app.js';
+} from '../contract/http/fixtures/app.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { LogCapture } from './fixtures/log-capture.js';
 

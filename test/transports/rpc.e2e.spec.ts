@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { firstValueFrom, timeout } from 'rxjs';
 import { type RateLimitDecision, type RateLimitRootOptions } from '../../lib/index.js';
-import { uniquePrefix, uniqueUser } from '../contract/fixtures/app.js';
+import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
 import { useRedis } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 import { brokenStore } from './fixtures/broken-store.js';

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { type Socket } from 'socket.io-client';
 import { type RateLimitDecision, type RateLimitRootOptions } from '../../lib/index.js';
-import { uniquePrefix, uniqueUser } from '../contract/fixtures/app.js';
+import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
 import { useRedis } from '../support/stores.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { LogCapture } from './fixtures/log-capture.js';

@@ -2,10 +2,15 @@
 import { randomUUID } from 'node:crypto';
 import { expect, it } from '@jest/globals';
 import { type Cluster, type Redis } from 'ioredis';
-import { MemoryStore, type RedisClient, RedisStore, type RateLimitStore } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { consumeOne, TestClock } from '../support/stores.js';
-import { entriesOf, unitsIn } from '../support/weighted-sets.js';
+import {
+  MemoryStore,
+  type RedisClient,
+  RedisStore,
+  type RateLimitStore,
+} from '../../../lib/index.js';
+import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { consumeOne, TestClock } from '../../support/stores.js';
+import { entriesOf, unitsIn } from '../../support/weighted-sets.js';
 
 export const policy = (period: number | string, threshold: number) =>
   resolvePolicy({ period, threshold }, 'test');

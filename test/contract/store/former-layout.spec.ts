@@ -6,12 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { RedisStore } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { toMicros } from '../../lib/stores/clock.js';
-import { CLIENT_KINDS } from '../support/clients.js';
-import { TestClock, useRedis } from '../support/stores.js';
-import { entriesOf, unitsIn } from '../support/weighted-sets.js';
+import { RedisStore } from '../../../lib/index.js';
+import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { toMicros } from '../../../lib/stores/clock.js';
+import { CLIENT_KINDS } from '../../support/clients.js';
+import { TestClock, useRedis } from '../../support/stores.js';
+import { entriesOf, unitsIn } from '../../support/weighted-sets.js';
 
 const LOG = resolvePolicy({ period: '1s', threshold: 4 }, 'former layout');
 const LEASES = resolvePolicy(

@@ -4,9 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { ALGORITHMS, type Algorithm } from '../../lib/algorithms/algorithm.js';
-import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { STORE_TARGETS, useClockedStores } from '../support/stores.js';
+import { ALGORITHMS, type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { STORE_TARGETS, useClockedStores } from '../../support/stores.js';
 
 describe.each(STORE_TARGETS)('lock-outs on %s', (target) => {
   const stores = useClockedStores(target);

@@ -9,8 +9,8 @@ import {
   type RateLimitDecision,
   RateLimitModule,
   type RateLimitRootOptions,
-} from '../../lib/index.js';
-import { STORE_KINDS, useRedis } from '../support/stores.js';
+} from '../../../lib/index.js';
+import { STORE_KINDS, useRedis } from '../../support/stores.js';
 import { AbuseController, Calls, IP_HEADER, ipTracker } from './fixtures/abuse-controls.js';
 import { HTTP_ADAPTERS, uniquePrefix } from './fixtures/app.js';
 import { startHttpApp } from './fixtures/http-app.js';

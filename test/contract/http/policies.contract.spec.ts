@@ -1,5 +1,5 @@
 /** Several policies on one route, over HTTP through a real Nest app, on both stores. */
-import { type Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { type Algorithm, ALGORITHMS } from '../../../lib/algorithms/algorithm.js';
 import { describe, expect, it } from '@jest/globals';
 import { STORES_AND_ADAPTERS, uniqueUser } from './fixtures/app.js';
 import {

@@ -5,10 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { ALGORITHMS, type Algorithm } from '../../lib/algorithms/algorithm.js';
-import { type RateLimitDecision } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { STORE_TARGETS, useClockedStores } from '../support/stores.js';
+import { ALGORITHMS, type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { type RateLimitDecision } from '../../../lib/index.js';
+import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { STORE_TARGETS, useClockedStores } from '../../support/stores.js';
 
 describe.each(STORE_TARGETS)('peek, refund and reset on %s', (target) => {
   const stores = useClockedStores(target);

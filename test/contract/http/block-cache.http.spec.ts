@@ -4,7 +4,7 @@ import { type INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { createApp, HTTP_ADAPTERS, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
-import { TestClock, useRedis } from '../support/stores.js';
+import { TestClock, useRedis } from '../../support/stores.js';
 
 /**
  * Counts the decisions a real client sends, one FCALL (or EVALSHA) each, whatever else shares the

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { parseList } from 'structured-headers';
 import request from 'supertest';
-import { type HeaderMode, type RateLimitRootOptions } from '../../lib/index.js';
-import { useRedis } from '../support/stores.js';
+import { type HeaderMode, type RateLimitRootOptions } from '../../../lib/index.js';
+import { useRedis } from '../../support/stores.js';
 import {
   createApp,
   HTTP_ADAPTERS,

@@ -25,8 +25,8 @@ import {
   RateLimitService,
   RateLimitStore,
   RedisStore,
-} from '../../lib/index.js';
-import { primaryOf, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
+} from '../../../lib/index.js';
+import { primaryOf, STORE_KINDS, TestClock, useRedis } from '../../support/stores.js';
 import {
   createApp,
   HTTP_ADAPTERS,
@@ -37,8 +37,8 @@ import {
 } from './fixtures/app.js';
 import { CONTROLLERS, ItemsHeadController } from './fixtures/controllers.js';
 import { startHttpApp } from './fixtures/http-app.js';
-import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
-import { isDecisionIdKey, stateKeys } from '../support/decision-ids.js';
+import { ALGORITHMS } from '../../../lib/algorithms/algorithm.js';
+import { isDecisionIdKey, stateKeys } from '../../support/decision-ids.js';
 
 const CONFIG = Symbol('CONFIG');
 

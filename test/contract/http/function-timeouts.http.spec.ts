@@ -12,8 +12,8 @@ import {
   STORE_UNAVAILABLE_MESSAGE,
   type StoreErrorPolicy,
   UserFunctionTimeoutError,
-} from '../../lib/index.js';
-import { STORE_KINDS, useRedis } from '../support/stores.js';
+} from '../../../lib/index.js';
+import { STORE_KINDS, useRedis } from '../../support/stores.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 import { createHangingApp, LogCapture } from './fixtures/hanging-functions.js';
 import { limitsOf, policiesOf, type Response, statusesOf } from './fixtures/policy-app.js';

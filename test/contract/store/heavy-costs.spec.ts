@@ -7,10 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { type Redis } from 'ioredis';
-import { type RateLimitDecision, RedisStore } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { CLIENT_KINDS } from '../support/clients.js';
-import { TestClock, useRedis } from '../support/stores.js';
+import { type RateLimitDecision, RedisStore } from '../../../lib/index.js';
+import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { CLIENT_KINDS } from '../../support/clients.js';
+import { TestClock, useRedis } from '../../support/stores.js';
 
 const HEAVY = 1_000_000;
 /** What one decision may keep Redis busy for, whatever its cost. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { MemoryStore, RedisStore } from '../../lib/index.js';
-import { ALL_CLIENT_KINDS, CLIENT_KINDS } from '../support/clients.js';
-import { consumeOne, TestClock, useRedis } from '../support/stores.js';
+import { MemoryStore, RedisStore } from '../../../lib/index.js';
+import { ALL_CLIENT_KINDS, CLIENT_KINDS } from '../../support/clients.js';
+import { consumeOne, TestClock, useRedis } from '../../support/stores.js';
 import { policy, storeContract } from './store.suite.js';
 
 describe('store contract on the memory store', () => {

@@ -7,10 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { type Redis } from 'ioredis';
-import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { policyArg } from '../../lib/stores/redis/policy-args.js';
-import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
-import { useRedis } from '../support/stores.js';
+import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { policyArg } from '../../../lib/stores/redis/policy-args.js';
+import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../../lib/stores/redis/scripts.js';
+import { useRedis } from '../../support/stores.js';
 
 const POLICY = resolvePolicy({ period: '1h', threshold: 2 }, 'ids');
 const ARG = policyArg(POLICY, 1);

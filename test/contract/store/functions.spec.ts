@@ -4,12 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { RedisStore } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';
-import { CLIENT_KINDS } from '../support/clients.js';
-import { useRedis } from '../support/stores.js';
-import { waitFor } from '../support/wait-for.js';
+import { RedisStore } from '../../../lib/index.js';
+import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { DECISION_LIBRARY } from '../../../lib/stores/redis/scripts.js';
+import { CLIENT_KINDS } from '../../support/clients.js';
+import { useRedis } from '../../support/stores.js';
+import { waitFor } from '../../support/wait-for.js';
 
 const POLICY = resolvePolicy({ period: '1h', threshold: 5 }, 'functions');
 

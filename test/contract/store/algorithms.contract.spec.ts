@@ -4,10 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { type Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
-import { MemoryStore, type RateLimitStore, RedisStore } from '../../lib/index.js';
-import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../support/stores.js';
+import { type Algorithm, ALGORITHMS } from '../../../lib/algorithms/algorithm.js';
+import { MemoryStore, type RateLimitStore, RedisStore } from '../../../lib/index.js';
+import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../../support/stores.js';
 
 // A window boundary of every period used below: a whole number of minutes since the epoch.
 const BOUNDARY_MS = 1_700_000_040_000;

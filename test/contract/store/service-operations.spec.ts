@@ -13,9 +13,9 @@ import {
   type RateLimitPolicy,
   type RateLimitRootOptions,
   RateLimitService,
-} from '../../lib/index.js';
-import { STORE_KINDS, useRedis } from '../support/stores.js';
-import { uniquePrefix, uniqueUser } from './fixtures/app.js';
+} from '../../../lib/index.js';
+import { STORE_KINDS, useRedis } from '../../support/stores.js';
+import { uniquePrefix, uniqueUser } from '../http/fixtures/app.js';
 
 const LOGIN: RateLimitPolicy = { period: '1h', threshold: 3, name: 'login' };
 
