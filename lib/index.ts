@@ -5,7 +5,6 @@ export { RateLimitInterceptor } from './route/rate-limit.interceptor.js';
 export { RateLimitService } from './service/rate-limit.service.js';
 export { type AcquireOptions, type ConsumeOptions } from './service/service-options.js';
 export { type RateLimitPermit } from './service/permit.js';
-export { LEASE_POLL_MS, LEASE_POLL_JITTER_MS } from './flow/wait-for-slot.js';
 export {
   RateLimitException,
   GraphQLRateLimitError,

@@ -19,8 +19,8 @@ export interface SlotWait {
  * to `POLL_JITTER_MS` at random, so that waiters spread out instead of asking in step. A release
  * on this instance wakes its waiters at once.
  */
-export const LEASE_POLL_MS = 50;
-export const LEASE_POLL_JITTER_MS = 25;
+const LEASE_POLL_MS = 50;
+const LEASE_POLL_JITTER_MS = 25;
 
 /**
  * Decides a call that may wait up to `maxWaitMs` for its slot instead of being rejected.
