@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { type Algorithm, RedisStore } from '../lib/index.js';
 import { RouteKeys } from '../lib/route/route-keys.js';
 import { resolvePolicy } from '../lib/policy/rate-limit.policy.js';
-import { ALGORITHMS } from '../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../lib/algorithms/registry.js';
 import { type BenchContext, progress } from './support/bench-context.js';
 import { closeClient, type Limit, type Limiter } from './support/limiter.js';
 import { fixed, table } from './support/markdown.js';
@@ -130,7 +130,7 @@ function subjects(): ((url: string) => Promise<Subject>)[] {
     };
   };
   return [
-    ...ALGORITHMS.map((algorithm) => async (url: string): Promise<Subject> => {
+    ...RATE_ALGORITHMS.map((algorithm) => async (url: string): Promise<Subject> => {
       const client = new Redis(url);
       // The store sends nothing on a client that is still connecting.
       await client.ping();

@@ -4,7 +4,7 @@
  * and the peer on that same library.
  */
 import { type Algorithm, type RateAlgorithm } from '../../lib/index.js';
-import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { floorLimiter, nodeRedisFloorLimiter } from './floor-limiter.js';
 import { consumeInline, INLINE_LIMIT } from './inline-policy.js';
 import { type Library, type Limit, type Limiter } from './limiter.js';
@@ -69,7 +69,7 @@ function shared(library: Library): Contender[] {
           ? floorLimiter(url, 'floor', LIMIT)
           : nodeRedisFloorLimiter(url, 'floor-nr', LIMIT),
     },
-    ...ALGORITHMS.map((algorithm) => ({
+    ...RATE_ALGORITHMS.map((algorithm) => ({
       id: onLibrary(`ours:${algorithm}`, library),
       label: `ours ${algorithm}`,
       start: (url: string) =>

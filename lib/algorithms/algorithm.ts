@@ -8,22 +8,6 @@ export type RateAlgorithm =
  */
 export type Algorithm = RateAlgorithm | 'concurrency';
 
-/** Short ids used in keys and script arguments. */
-export const ALGORITHM_CODES: Readonly<Record<Algorithm, string>> = Object.freeze({
-  'sliding-window': 'sw',
-  'sliding-window-counter': 'swc',
-  'fixed-window': 'fw',
-  'token-bucket': 'tb',
-  'leaky-bucket': 'gcra',
-  concurrency: 'cc',
-});
-
-/** The algorithms that can book a future slot in the call that answers, so a waiter waits once. */
-export const BOOKABLE: ReadonlySet<Algorithm> = new Set<Algorithm>([
-  'token-bucket',
-  'leaky-bucket',
-]);
-
 /** One policy's parameters for one decision: microseconds and counts, as the scripts get them. */
 export interface Params {
   readonly periodUs: number;
@@ -104,12 +88,3 @@ export interface AlgorithmTwin<S, W> {
 export function ms(us: number): number {
   return Math.ceil(us / 1000);
 }
-
-/** Every rate algorithm, in the order the documentation lists them. */
-export const ALGORITHMS: readonly RateAlgorithm[] = Object.freeze([
-  'sliding-window',
-  'sliding-window-counter',
-  'fixed-window',
-  'token-bucket',
-  'leaky-bucket',
-] as const);

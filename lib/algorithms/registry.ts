@@ -1,4 +1,4 @@
-import { type Algorithm, type AlgorithmTwin } from './algorithm.js';
+import { type Algorithm, type AlgorithmTwin, type RateAlgorithm } from './algorithm.js';
 import { concurrency } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
@@ -23,34 +23,39 @@ export interface AlgorithmEntry {
   readonly holdsLeases: boolean;
 }
 
+type Traits = Partial<Pick<AlgorithmEntry, 'bookable' | 'takesBurst' | 'holdsLeases'>>;
+
 const entry = <S, W>(
-  name: Algorithm,
   code: string,
   lua: string,
   twin: AlgorithmTwin<S, W>,
-  traits: Partial<Pick<AlgorithmEntry, 'bookable' | 'takesBurst' | 'holdsLeases'>> = {},
-): AlgorithmEntry =>
-  Object.freeze({
-    name,
-    code,
-    lua,
-    twin: twin as AlgorithmTwin<unknown, unknown>,
-    bookable: traits.bookable ?? false,
-    takesBurst: traits.takesBurst ?? false,
-    holdsLeases: traits.holdsLeases ?? false,
-  });
+  traits: Traits = {},
+): Omit<AlgorithmEntry, 'name'> => ({
+  code,
+  lua,
+  twin: twin as AlgorithmTwin<unknown, unknown>,
+  bookable: traits.bookable ?? false,
+  takesBurst: traits.takesBurst ?? false,
+  holdsLeases: traits.holdsLeases ?? false,
+});
 
-const BUCKET = { bookable: true, takesBurst: true } as const;
+const BUCKET: Traits = { bookable: true, takesBurst: true };
+
+// Keyed by name, so that the compiler holds this list and the `Algorithm` type to each other: a
+// name missing here, or one the type does not know, does not compile.
+const ENTRIES = {
+  'sliding-window': entry('sw', 'sliding-window', slidingWindow),
+  'sliding-window-counter': entry('swc', 'sliding-window-counter', slidingWindowCounter),
+  'fixed-window': entry('fw', 'fixed-window', fixedWindow),
+  'token-bucket': entry('tb', 'token-bucket', tokenBucket, BUCKET),
+  'leaky-bucket': entry('gcra', 'gcra', gcra, BUCKET),
+  concurrency: entry('cc', 'concurrency', concurrency, { holdsLeases: true }),
+} satisfies Record<Algorithm, Omit<AlgorithmEntry, 'name'>>;
 
 /** Every algorithm, in the order the documentation lists them: the one list of them. */
-export const REGISTRY: readonly AlgorithmEntry[] = Object.freeze([
-  entry('sliding-window', 'sw', 'sliding-window', slidingWindow),
-  entry('sliding-window-counter', 'swc', 'sliding-window-counter', slidingWindowCounter),
-  entry('fixed-window', 'fw', 'fixed-window', fixedWindow),
-  entry('token-bucket', 'tb', 'token-bucket', tokenBucket, BUCKET),
-  entry('leaky-bucket', 'gcra', 'gcra', gcra, BUCKET),
-  entry('concurrency', 'cc', 'concurrency', concurrency, { holdsLeases: true }),
-]);
+export const REGISTRY: readonly AlgorithmEntry[] = Object.freeze(
+  Object.entries(ENTRIES).map(([name, e]) => Object.freeze({ name: name as Algorithm, ...e })),
+);
 
 const BY_NAME: ReadonlyMap<string, AlgorithmEntry> = new Map(REGISTRY.map((e) => [e.name, e]));
 
@@ -69,3 +74,8 @@ export function anyHoldsLeases(policies: readonly { readonly algorithm: Algorith
   for (const p of policies) if (BY_NAME.get(p.algorithm)!.holdsLeases) return true;
   return false;
 }
+
+/** Every rate algorithm (all but those that hold leases), in the order the documentation lists them. */
+export const RATE_ALGORITHMS: readonly RateAlgorithm[] = Object.freeze(
+  REGISTRY.filter((e) => !e.holdsLeases).map((e) => e.name as RateAlgorithm),
+);

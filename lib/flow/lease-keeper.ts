@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { algorithmOf } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { leaseOf } from '../stores/decision.js';
 import { invoke, type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
@@ -60,7 +61,7 @@ export class LeaseKeeper {
     }
     let periodMs = Infinity;
     for (const p of policies) {
-      if (p.algorithm === 'concurrency' && p.periodMs < periodMs) periodMs = p.periodMs;
+      if (algorithmOf(p.algorithm).holdsLeases && p.periodMs < periodMs) periodMs = p.periodMs;
     }
     const everyMs = periodMs / RENEWALS_PER_PERIOD;
     const lease: HeldLease = {

@@ -1,5 +1,5 @@
-import { BOOKABLE } from '../algorithms/algorithm.js';
 import { CONCURRENCY_RETRY_MS } from '../algorithms/concurrency.js';
+import { algorithmOf } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { leaseOf } from '../stores/decision.js';
 import { invoke, type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
@@ -44,7 +44,7 @@ export async function waitForSlot(
   wait: SlotWait,
 ): Promise<RateLimitDecision> {
   const started = performance.now();
-  const bookable = policies.every((p) => BOOKABLE.has(p.algorithm));
+  const bookable = policies.every((p) => algorithmOf(p.algorithm).bookable);
   let gone = false;
   let interrupt: (() => void) | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -96,7 +96,7 @@ async function giveBack(
   costs: readonly number[],
   decision: RateLimitDecision,
 ): Promise<void> {
-  const rateCosts = policies.map((p, i) => (p.algorithm === 'concurrency' ? 0 : costs[i]));
+  const rateCosts = policies.map((p, i) => (algorithmOf(p.algorithm).holdsLeases ? 0 : costs[i]));
   const undo: Array<Promise<unknown>> = [];
   if (rateCosts.some((c) => c > 0)) {
     undo.push(invoke(store, 'refund', keys, policies, rateCosts, { of: decision }));
@@ -117,7 +117,7 @@ function nextTry(
   let leasesFull = false;
   for (const p of decision.policies) {
     if (p.allowed) continue;
-    if (p.policy.algorithm === 'concurrency' && p.retryAfterMs === CONCURRENCY_RETRY_MS) {
+    if (algorithmOf(p.policy.algorithm).holdsLeases && p.retryAfterMs === CONCURRENCY_RETRY_MS) {
       leasesFull = true;
     } else if (p.retryAfterMs > rateMs) {
       rateMs = p.retryAfterMs;

@@ -1,4 +1,5 @@
-import { type Algorithm, ALGORITHM_CODES } from '../algorithms/algorithm.js';
+import { type Algorithm } from '../algorithms/algorithm.js';
+import { algorithmOf, isAlgorithm, REGISTRY } from '../algorithms/registry.js';
 import {
   checkCount,
   checkName,
@@ -86,7 +87,6 @@ export const DEFAULT_THRESHOLD = 3;
 export const MAX_POLICIES = 8;
 
 const MAX_BUCKET_US = 1e15;
-const BUCKETS: readonly Algorithm[] = ['token-bucket', 'leaky-bucket'];
 
 /**
  * Validates a policy whose values are all known and converts it to store units.
@@ -101,14 +101,13 @@ export function resolvePolicy(
   const periodMs = parseDuration(valueOr(policy?.period, DEFAULT_PERIOD_SECONDS), 'period', where);
   const threshold = checkCount(valueOr(policy?.threshold, DEFAULT_THRESHOLD), 'threshold', where);
   const algorithm = checkAlgorithm(policy?.algorithm, where);
+  const { code, holdsLeases } = algorithmOf(algorithm);
   const burst = resolveBurst(policy?.burst, algorithm, threshold, where);
   // A concurrency limit's period is how long a lease lives, not a window it counts over.
-  const defaultName =
-    algorithm === 'concurrency'
-      ? `${threshold}-at-once`
-      : `${threshold}-per-${formatDuration(periodMs)}`;
+  const defaultName = holdsLeases
+    ? `${threshold}-at-once`
+    : `${threshold}-per-${formatDuration(periodMs)}`;
   const name = checkName(valueOr(policy?.name, defaultName), where);
-  const code = ALGORITHM_CODES[algorithm];
   const periodUs = periodMs * 1000;
   // Bucket capacities are held in microseconds of draining; keep them exact doubles.
   if (burst * Math.ceil(periodUs / threshold) > MAX_BUCKET_US) {
@@ -149,15 +148,10 @@ export function checkShape(
 
 export function checkAlgorithm(value: unknown, where: string): Algorithm {
   const algorithm = valueOr(value, 'sliding-window');
-  if (typeof algorithm !== 'string' || !(algorithm in ALGORITHM_CODES)) {
-    throw configError(
-      where,
-      'algorithm',
-      algorithm,
-      `one of ${Object.keys(ALGORITHM_CODES).join(', ')}`,
-    );
+  if (!isAlgorithm(algorithm)) {
+    throw configError(where, 'algorithm', algorithm, `one of ${namesOf(REGISTRY).join(', ')}`);
   }
-  return algorithm as Algorithm;
+  return algorithm;
 }
 
 /** A lock-out duration in microseconds, 0 when absent. */
@@ -172,13 +166,18 @@ function resolveBurst(
   where: string,
 ): number {
   if (value === undefined) return threshold;
-  if (!BUCKETS.includes(algorithm)) {
+  if (!algorithmOf(algorithm).takesBurst) {
+    const takers = namesOf(REGISTRY.filter((e) => e.takesBurst));
     throw configError(
       where,
       'burst',
       value,
-      `omitted for ${algorithm} (only ${BUCKETS.join(' and ')} take it)`,
+      `omitted for ${algorithm} (only ${takers.join(' and ')} take it)`,
     );
   }
   return checkCount(value, 'burst', where);
+}
+
+function namesOf(entries: readonly { readonly name: Algorithm }[]): string[] {
+  return entries.map((e) => e.name);
 }

@@ -1,3 +1,4 @@
+import { algorithmOf } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type RateLimitDecision } from './store.interface.js';
 
@@ -37,10 +38,13 @@ export function covers(
   return true;
 }
 
-/** Whether a full concurrency limit took part in the rejection: it promises no wait at all. */
+/**
+ * Whether a policy that holds leases took part in the rejection: a release may make room at any
+ * moment, so its wait promises nothing.
+ */
 export function leasesFull(decision: RateLimitDecision): boolean {
   for (const p of decision.policies)
-    if (!p.allowed && p.policy.algorithm === 'concurrency') return true;
+    if (!p.allowed && algorithmOf(p.policy.algorithm).holdsLeases) return true;
   return false;
 }
 

@@ -1,3 +1,4 @@
+import { algorithmOf } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { leaseOf } from './decision.js';
 import { type RateLimitDecision, type RateLimitStore } from './store.interface.js';
@@ -25,7 +26,9 @@ export function giveBackLate(
     if (leaseOf(late) !== undefined && typeof primary.release === 'function') {
       primary.release(keys, policies, costs, late).catch(ignore);
       // A refund frees leases too, but not exactly this one: the release does that.
-      refunded = costs.map((cost, i) => (policies[i].algorithm === 'concurrency' ? 0 : cost));
+      refunded = costs.map((cost, i) =>
+        algorithmOf(policies[i].algorithm).holdsLeases ? 0 : cost,
+      );
       if (refunded.every((cost) => cost === 0)) return;
     }
     primary.refund?.(keys, policies, refunded, late).catch(ignore);

@@ -9,7 +9,7 @@ import { type Algorithm } from '../../lib/algorithms/algorithm.js';
 import { algorithmsChart } from './algorithms-chart.js';
 import { boundaryBurstChart } from './boundary-burst-chart.js';
 import { boundaryBurst, LIMIT, trickleAndBursts } from './patterns.js';
-import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { type Outcome, replay } from './replay.js';
 
 async function replayAll(algorithms: readonly Algorithm[], arrivalsMs: readonly number[]) {
@@ -20,7 +20,7 @@ async function replayAll(algorithms: readonly Algorithm[], arrivalsMs: readonly 
 }
 
 const charts = {
-  'docs/algorithms.svg': algorithmsChart(await replayAll(ALGORITHMS, trickleAndBursts())),
+  'docs/algorithms.svg': algorithmsChart(await replayAll(RATE_ALGORITHMS, trickleAndBursts())),
   'docs/boundary-burst.svg': boundaryBurstChart(
     await replayAll(['fixed-window', 'sliding-window'], boundaryBurst()),
   ),

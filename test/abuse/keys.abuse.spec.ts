@@ -5,14 +5,14 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { encodeKeyPart, RouteKeys, MAX_KEY_PART } from '../../lib/route/route-keys.js';
 import { DEFAULT_KEY_PREFIX } from '../../lib/module/rate-limit.options.js';
 import { MAX_POLICIES, resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { longNasty, resplits, shortNasty, withLookalikes } from './fixtures/nasty.js';
 
 // The longest names a policy may have, so the length bound is checked against the longest tails.
-const DECISION = ALGORITHMS.map((algorithm, i) =>
+const DECISION = RATE_ALGORITHMS.map((algorithm, i) =>
   resolvePolicy(
     { period: '1h', threshold: 1000, algorithm, name: `${'n'.repeat(63)}${i}` },
     'abuse',

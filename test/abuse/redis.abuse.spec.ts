@@ -9,7 +9,7 @@ import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { type Redis } from 'ioredis';
-import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import {
   type RateLimitDecision,
   RateLimitModule,
@@ -27,7 +27,7 @@ import { stateKeys } from '../support/decision-ids.js';
 // boundary falling during the run would expire the keys written before it.
 const PERIOD_MS = 3_600_000;
 // A threshold of 1, so the second call on a key shows its first call was really recorded there.
-const POLICIES = ALGORITHMS.map((algorithm) =>
+const POLICIES = RATE_ALGORITHMS.map((algorithm) =>
   resolvePolicy({ algorithm, period: PERIOD_MS / 1000, threshold: 1, name: algorithm }, 'abuse'),
 );
 // The same seed every run: a failure names a tracker that fails again on the next run.
@@ -177,7 +177,7 @@ describe('hostile trackers through Redis', () => {
     apps.push(app);
     await app.init();
     const service = app.get(RateLimitService);
-    const policies = ALGORITHMS.map((algorithm) => ({
+    const policies = RATE_ALGORITHMS.map((algorithm) => ({
       algorithm,
       period: PERIOD_MS / 1000,
       threshold: 1,

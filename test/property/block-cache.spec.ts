@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { type Redis } from 'ioredis';
-import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { type RateLimitDecision, type RateLimitStore, RedisStore } from '../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { BlockCacheStore } from '../../lib/stores/block-cache.js';
@@ -17,7 +17,7 @@ const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
 const timelineArb = fc.record({
   policies: fc.array(
     fc.record({
-      algorithm: fc.constantFrom(...ALGORITHMS),
+      algorithm: fc.constantFrom(...RATE_ALGORITHMS),
       period: fc.constantFrom('250ms', '1s', '3s', '10s'),
       threshold: fc.integer({ min: 1, max: 5 }),
     }),

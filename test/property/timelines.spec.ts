@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { type Redis } from 'ioredis';
-import { type RateAlgorithm as Algorithm, ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { type RateAlgorithm as Algorithm } from '../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { MemoryStore, type PolicyDecision, RedisStore } from '../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
@@ -126,7 +127,7 @@ describe('timelines: model, memory store and Redis store agree on every decision
     }
   }
 
-  it.each(ALGORITHMS)(`%s: ${RUNS} timelines of one policy`, async (algorithm) => {
+  it.each(RATE_ALGORITHMS)(`%s: ${RUNS} timelines of one policy`, async (algorithm) => {
     await fc.assert(
       fc.asyncProperty(timelineArb(fc.constant(algorithm), 1), (t) => run(t)),
       {
@@ -136,7 +137,7 @@ describe('timelines: model, memory store and Redis store agree on every decision
   });
 
   it(`mixed algorithms: ${RUNS} timelines of two or three policies on one route, all or nothing`, async () => {
-    const mixed = timelineArb(fc.constantFrom(...ALGORITHMS), 3).filter(
+    const mixed = timelineArb(fc.constantFrom(...RATE_ALGORITHMS), 3).filter(
       (t) => t.policies.length >= 2,
     );
     await fc.assert(

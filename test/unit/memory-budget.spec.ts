@@ -7,7 +7,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { getHeapStatistics } from 'node:v8';
 import { type Algorithm, MemoryStore, RateLimitConfigError } from '../../lib/index.js';
-import { ALGORITHMS } from '../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { resolveOptions } from '../../lib/module/rate-limit.options.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { TestClock } from '../support/stores.js';
@@ -84,7 +84,7 @@ describe('memory store byte budget', () => {
   it('gives back every byte when keys are reset, expire, or release their last lease', async () => {
     const clock = new TestClock();
     const store = new MemoryStore({ clock: clock.now });
-    const all = [...ALGORITHMS, 'concurrency' as const].map((a) => policyOf(a, 5));
+    const all = [...RATE_ALGORITHMS, 'concurrency' as const].map((a) => policyOf(a, 5));
     for (const policy of all) {
       for (let i = 0; i < 50; i++) {
         const key = [`${policy.algorithm}:${i}`];

@@ -37,7 +37,7 @@ import {
 } from './fixtures/app.js';
 import { CONTROLLERS, ItemsHeadController } from './fixtures/controllers.js';
 import { startHttpApp } from './fixtures/http-app.js';
-import { ALGORITHMS } from '../../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { isDecisionIdKey, stateKeys } from '../../support/decision-ids.js';
 
 const CONFIG = Symbol('CONFIG');
@@ -185,7 +185,7 @@ describe.each(STORE_KINDS)('module contract on the %s store', (kind) => {
       RateLimitModule.forRoot({ ...storeOptions(), keyPrefix, clock: clock?.now }),
     ]);
     const limiter = app.get(RateLimitService);
-    const algorithms = [...ALGORITHMS] as const;
+    const algorithms = [...RATE_ALGORITHMS] as const;
     // An hour: the fixed window's keys live to the end of a clock-aligned window, and a shorter
     // one would often end, taking them with it, between the writes and the check.
     for (let i = 0; i < 300; i++) {

@@ -1,5 +1,6 @@
 /** Several policies on one route, over HTTP through a real Nest app, on both stores. */
-import { type Algorithm, ALGORITHMS } from '../../../lib/algorithms/algorithm.js';
+import { type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { describe, expect, it } from '@jest/globals';
 import { STORES_AND_ADAPTERS, uniqueUser } from './fixtures/app.js';
 import {
@@ -142,7 +143,7 @@ describe.each(STORES_AND_ADAPTERS)(
       ]);
     });
 
-    it.each<Algorithm>([...ALGORITHMS])(
+    it.each<Algorithm>([...RATE_ALGORITHMS])(
       '%s: threshold 3 per 60 s gives 200, 200, 200, then 429 with Retry-After of at least 1 s',
       async (algorithm) => {
         const a = await app();

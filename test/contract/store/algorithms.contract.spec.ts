@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { type Algorithm, ALGORITHMS } from '../../../lib/algorithms/algorithm.js';
+import { type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { MemoryStore, type RateLimitStore, RedisStore } from '../../../lib/index.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../../support/stores.js';
@@ -112,7 +113,7 @@ describe.each(STORE_KINDS)('algorithms on the %s store', (kind) => {
     },
   );
 
-  it.each<Algorithm>([...ALGORITHMS])(
+  it.each<Algorithm>([...RATE_ALGORITHMS])(
     '%s: a cost above what the policy can ever allow is rejected at once, as never, and consumes nothing',
     async (algorithm) => {
       const limiter = setup(algorithm, '1s', 3);

@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { ALGORITHMS, type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { STORE_TARGETS, useClockedStores } from '../../support/stores.js';
 
@@ -19,7 +20,7 @@ describe.each(STORE_TARGETS)('lock-outs on %s', (target) => {
   const policy = (algorithm: Algorithm, extra: { blockDuration?: string; name?: string } = {}) =>
     resolvePolicy({ algorithm, period: '10s', threshold: 2, ...extra }, 'lock-outs');
 
-  describe.each(ALGORITHMS.map((a) => [a]))('%s', (algorithm) => {
+  describe.each(RATE_ALGORITHMS.map((a) => [a]))('%s', (algorithm) => {
     it('locks the caller out for blockDuration from the rejection, without extending it', async () => {
       const { clock, store, key } = await setup();
       const p = policy(algorithm, { blockDuration: '30s' });

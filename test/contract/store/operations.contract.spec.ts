@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { ALGORITHMS, type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { type RateLimitDecision } from '../../../lib/index.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { STORE_TARGETS, useClockedStores } from '../../support/stores.js';
@@ -32,7 +33,7 @@ describe.each(STORE_TARGETS)('peek, refund and reset on %s', (target) => {
     };
   }
 
-  describe.each(ALGORITHMS.map((a) => [a]))('%s', (algorithm) => {
+  describe.each(RATE_ALGORITHMS.map((a) => [a]))('%s', (algorithm) => {
     it('peek answers what consume would, and records nothing', async () => {
       const s = await setup(algorithm);
       const key = s.key();

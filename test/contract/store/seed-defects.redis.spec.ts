@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { RedisStore } from '../../../lib/index.js';
-import { type Algorithm, ALGORITHMS } from '../../../lib/algorithms/algorithm.js';
+import { type Algorithm } from '../../../lib/algorithms/algorithm.js';
+import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { consumeOne, useRedis } from '../../support/stores.js';
 import { entriesOf, unitsIn } from '../../support/weighted-sets.js';
@@ -126,7 +127,7 @@ describe('source-article defects on the Redis store', () => {
     }
   });
 
-  it.each<Algorithm>([...ALGORITHMS])(
+  it.each<Algorithm>([...RATE_ALGORITHMS])(
     "%s writes only the key it is given and its allowed decisions' ids, always with a TTL (keys left without a TTL; seed 004)",
     async (algorithm) => {
       const client = redis().shared;
