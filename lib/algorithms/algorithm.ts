@@ -19,8 +19,11 @@ export interface Params {
 /** A check's verdict, plus what the algorithm worked out that commit or status will reuse. */
 export interface Verdict<W> {
   allowed: boolean;
-  /** When rejected: ms until the same cost would fit; -1 when it never can. */
-  retryAfterMs: number;
+  /**
+   * When rejected: µs until the same cost would fit; -1 when it never can. When allowed: 0, or
+   * for a booking, µs until its slot begins.
+   */
+  retryAfterUs: number;
   work: W;
 }
 
@@ -47,7 +50,7 @@ export interface AlgorithmTwin<S, W> {
   /**
    * Decides whether `p.cost` fits, committing nothing (it may drop expired data, as Lua does).
    * With `aheadUs`, an algorithm that can book ahead allows a request that fits within that long,
-   * with `retryAfterMs` saying when its slot begins.
+   * with `retryAfterUs` saying when its slot begins.
    */
   check(state: S | undefined, nowUs: number, p: Params, aheadUs?: number): Verdict<W>;
   /**
@@ -87,4 +90,13 @@ export interface AlgorithmTwin<S, W> {
 /** Microseconds to whole milliseconds, rounded up: a client told to wait never waits too little. */
 export function ms(us: number): number {
   return Math.ceil(us / 1000);
+}
+
+/**
+ * A wait in whole microseconds, rounded up for the same reason, like `us` in `prelude.lua`: waits
+ * travel in µs, so that a caller that holds rejections locally can end the hold exactly when the
+ * wait does.
+ */
+export function us(wait: number): number {
+  return Math.ceil(wait);
 }

@@ -56,9 +56,9 @@ export const concurrency: AlgorithmTwin<Leases, number> = {
   check(leases, now, p) {
     leases?.trim(now);
     const count = leases?.total ?? 0;
-    if (p.cost > p.limit) return { allowed: false, retryAfterMs: -1, work: count };
-    if (count + p.cost <= p.limit) return { allowed: true, retryAfterMs: 0, work: count };
-    return { allowed: false, retryAfterMs: CONCURRENCY_RETRY_MS, work: count };
+    if (p.cost > p.limit) return { allowed: false, retryAfterUs: -1, work: count };
+    if (count + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work: count };
+    return { allowed: false, retryAfterUs: CONCURRENCY_RETRY_MS * 1000, work: count };
   },
 
   after(_now, p, count) {

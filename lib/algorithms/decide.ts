@@ -29,9 +29,9 @@ export class LockOut {
 
 /**
  * The twin of `decide.lua`, step for step: the same operations, the same order, the same reply
- * (`{ allowed, then allowed, remaining, retry_after_ms, reset_after_ms per policy, then the lease
- * id if one was taken }`, without the time). `at` is what follows the operation's letter in Lua:
- * a refund's arrival time, a reservation's longest wait (µs), a lease id.
+ * (`{ allowed, then allowed, remaining, retry_after_us, reset_after_ms per policy, then now (µs),
+ * then the lease id if one was taken }`). `at` is what follows the operation's letter in Lua: a
+ * refund's arrival time, a reservation's longest wait (µs), a lease id.
  */
 export function decide(
   op: Operation,
@@ -70,7 +70,7 @@ export function decide(
   const states: unknown[] = new Array(n);
   const checks = new Array<{
     allowed: boolean;
-    retryAfterMs: number;
+    retryAfterUs: number;
     work: unknown;
     lock?: number;
   }>(n);
@@ -78,8 +78,8 @@ export function decide(
   for (let i = 0; i < n; i++) {
     const state = values.get(keys[i]);
     if (state instanceof LockOut && state.untilUs > now) {
-      const retryAfterMs = ms(state.untilUs - now);
-      checks[i] = { allowed: false, retryAfterMs, work: undefined, lock: state.untilUs };
+      const retryAfterUs = state.untilUs - now;
+      checks[i] = { allowed: false, retryAfterUs, work: undefined, lock: state.untilUs };
     } else {
       // A lock-out that has just ended counts as no state at all.
       states[i] = state instanceof LockOut ? undefined : state;
@@ -96,14 +96,14 @@ export function decide(
     const twin = algorithmOf(p.algorithm).twin;
     const c = checks[i];
     let outcome: { remaining: number; resetAfterMs: number };
-    let retry = c.retryAfterMs;
+    let retry = c.retryAfterUs;
     if (!c.allowed) {
       if (c.lock !== undefined) {
-        outcome = { remaining: 0, resetAfterMs: retry };
+        outcome = { remaining: 0, resetAfterMs: ms(retry) };
       } else if (p.blockUs > 0 && retry >= 0) {
         if (op === 'c' || op === 'w') lockOut(keys[i], now, p, values);
-        retry = ms(p.blockUs);
-        outcome = { remaining: 0, resetAfterMs: retry };
+        retry = p.blockUs;
+        outcome = { remaining: 0, resetAfterMs: ms(retry) };
       } else {
         outcome = twin.status(states[i], now, p, c.work);
       }
@@ -119,6 +119,7 @@ export function decide(
     reply.push(c.allowed ? 1 : 0, outcome.remaining, retry, outcome.resetAfterMs);
   }
   if (lost) reply[0] = 0;
+  reply.push(now);
   if (lease !== undefined) reply.push(lease);
   return reply;
 }

@@ -16,10 +16,10 @@ export const fixedWindow: AlgorithmTwin<WindowCount, Work> = {
   check(state, now, p) {
     const start = now - (now % p.periodUs);
     const count = state !== undefined && state.start === start ? state.count : 0;
-    if (p.cost > p.limit) return { allowed: false, retryAfterMs: -1, work: { count, start } };
-    if (count + p.cost <= p.limit)
-      return { allowed: true, retryAfterMs: 0, work: { count, start } };
-    return { allowed: false, retryAfterMs: ms(start + p.periodUs - now), work: { count, start } };
+    const work = { count, start };
+    if (p.cost > p.limit) return { allowed: false, retryAfterUs: -1, work };
+    if (count + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work };
+    return { allowed: false, retryAfterUs: start + p.periodUs - now, work };
   },
 
   after(now, p, { count, start }) {

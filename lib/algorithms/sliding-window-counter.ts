@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms, type Params } from './algorithm.js';
+import { type AlgorithmTwin, ms, type Params, us } from './algorithm.js';
 
 /** The hash `{ w, c, p }`: the current window's start (µs), its count, the previous count. */
 export interface TwoWindows {
@@ -34,16 +34,16 @@ export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
   check(state, now, p) {
     const { start, current, previous } = read(state, now, p);
     const work = { current, previous };
-    if (p.cost > p.limit) return { allowed: false, retryAfterMs: -1, work };
+    if (p.cost > p.limit) return { allowed: false, retryAfterUs: -1, work };
     const weighted = weightedPrevious(now, p, start, previous);
-    if (weighted + current + p.cost <= p.limit) return { allowed: true, retryAfterMs: 0, work };
+    if (weighted + current + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work };
     const retryAt =
       current + p.cost <= p.limit
         ? start + p.periodUs - ((p.limit - current - p.cost) * p.periodUs) / previous
         : start +
           p.periodUs +
           Math.max(0, p.periodUs - ((p.limit - p.cost) * p.periodUs) / current);
-    return { allowed: false, retryAfterMs: Math.max(1, ms(retryAt - now)), work };
+    return { allowed: false, retryAfterUs: Math.max(1, us(retryAt - now)), work };
   },
 
   after(now, p, { current, previous }) {

@@ -103,10 +103,10 @@ export const slidingWindow: AlgorithmTwin<ArrivalLog, number> = {
   check(log, now, p) {
     log?.trim(now - p.periodUs);
     const count = log?.total ?? 0;
-    if (p.cost > p.limit) return { allowed: false, retryAfterMs: -1, work: count };
-    if (count + p.cost <= p.limit) return { allowed: true, retryAfterMs: 0, work: count };
+    if (p.cost > p.limit) return { allowed: false, retryAfterUs: -1, work: count };
+    if (count + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work: count };
     const blocker = log!.blocker(p.limit - p.cost);
-    return { allowed: false, retryAfterMs: ms(blocker + p.periodUs - now), work: count };
+    return { allowed: false, retryAfterUs: blocker + p.periodUs - now, work: count };
   },
 
   after(_now, p, count) {

@@ -1,3 +1,4 @@
+import { ms } from '../algorithms/algorithm.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import {
   type PolicyDecision,
@@ -24,37 +25,32 @@ export function policyDecision(
 }
 
 /**
- * The decision a script reply (or its memory twin's) stands for: `{ allowed, then allowed,
- * remaining, retry, reset_after_ms per policy, … }`. The retry time is in µs when `retryInUs`
- * (Redis's replies) and in ms otherwise (the memory twins'). In a reservation's reply, an allowed
- * policy's retry time is the wait until its booked slot (see {@link RateLimitDecision.waitMs}).
+ * The decision a reply of `decide.lua` (or of its twin, `decide.ts`) stands for: `{ allowed, then
+ * allowed, remaining, retry_after_us, reset_after_ms per policy, then the time (µs), then the lease
+ * id if one was taken }`. An allowed policy's retry time is 0, except in a reservation, where it is
+ * the wait until the slot it booked (see {@link RateLimitDecision.waitMs}).
  */
 export function decisionFromReply(
   reply: readonly number[],
   policies: readonly ResolvedPolicy[],
-  atUs?: number,
-  lease?: number,
-  booked = false,
-  retryInUs = false,
 ): RateLimitDecision {
   const answers: PolicyDecision[] = new Array(policies.length);
   let waitMs = 0;
   let shortestUs = Infinity;
   for (let i = 0, r = 1; i < policies.length; i++, r += 4) {
     const allowed = reply[r] === 1;
-    let retry = reply[r + 2];
-    if (retryInUs && retry > 0) {
-      if (!allowed && retry < shortestUs) shortestUs = retry;
-      retry = Math.ceil(retry / 1000);
+    const retryUs = reply[r + 2];
+    let retryMs = retryUs < 0 ? retryUs : ms(retryUs);
+    if (!allowed && retryUs > 0 && retryUs < shortestUs) shortestUs = retryUs;
+    if (allowed) {
+      if (retryMs > waitMs) waitMs = retryMs;
+      retryMs = 0;
     }
-    if (booked && allowed) {
-      if (retry > waitMs) waitMs = retry;
-      retry = 0;
-    }
-    answers[i] = policyDecision(policies[i], allowed, reply[r + 1], retry, reply[r + 3]);
+    answers[i] = policyDecision(policies[i], allowed, reply[r + 1], retryMs, reply[r + 3]);
   }
-  const precise = retryInUs && shortestUs < Infinity ? shortestUs : undefined;
-  const decision = combineDecisions(reply[0] === 1, answers, atUs, lease, precise);
+  const at = 1 + 4 * policies.length;
+  const precise = shortestUs < Infinity ? shortestUs : undefined;
+  const decision = combineDecisions(reply[0] === 1, answers, reply[at], reply[at + 1], precise);
   if (waitMs > 0 && decision.allowed) (decision as { waitMs?: number }).waitMs = waitMs;
   return decision;
 }
@@ -112,8 +108,8 @@ export const leaseOf = StoreDecision.leaseOf;
 
 /**
  * For a rejection, the shortest wait among its rejecting policies in fractional ms, exactly as the
- * store computed it (`retryAfterMs` is rounded up), when the store says: Redis does, from the
- * moment it decided.
+ * store computed it (`retryAfterMs` is rounded up), when the store says: the Redis and memory
+ * stores do, from the moment they decided.
  */
 export const preciseWaitOf = StoreDecision.preciseWaitOf;
 

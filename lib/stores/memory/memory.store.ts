@@ -176,8 +176,7 @@ export class MemoryStore implements RateLimitStore {
     this.now = now;
     const reply = decide(op, keys, args, now, this.values, at);
     this.sweepExpired(now, SWEEP_PER_KEY * keys.length);
-    const lease = reply[1 + 4 * keys.length];
-    return Promise.resolve(decisionFromReply(reply, policies, now, lease, op === 'w'));
+    return Promise.resolve(decisionFromReply(reply, policies));
   }
 
   /** The entries as `decide` sees them: what has expired is absent, as in Redis. */

@@ -317,7 +317,7 @@ export class RedisStore implements RateLimitStore {
     // After the policies' answers: the time, then the lease id if one was taken.
     const at = 1 + 4 * n;
     this.deadline?.observe(reply[at]);
-    return decisionFromReply(reply, policies, reply[at], reply[at + 1], op[0] === 'w', true);
+    return decisionFromReply(reply, policies);
   }
 
   /**
