@@ -16,12 +16,26 @@ export interface Params {
   readonly cost: number;
 }
 
+/** A verdict's `retryAfterUs` when the cost can never fit: no wait would help. */
+export const NEVER = -1;
+
+/**
+ * A verdict's `retryAfterUs` when only a holder letting go of its lease can make room: that may
+ * happen at any moment, so the verdict promises no wait. Clients are told
+ * {@link ON_RELEASE_RETRY_US}; a caller that waits asks again as soon as a lease is freed.
+ */
+export const ON_RELEASE = -2;
+
+/** The wait clients are told when only a release can make room: come back in a second. */
+export const ON_RELEASE_RETRY_US = 1_000_000;
+
 /** A check's verdict, plus what the algorithm worked out that commit or status will reuse. */
 export interface Verdict<W> {
   allowed: boolean;
   /**
-   * When rejected: µs until the same cost would fit; -1 when it never can. When allowed: 0, or
-   * for a booking, µs until its slot begins.
+   * When rejected: µs until the same cost would fit; {@link NEVER} when it never can;
+   * {@link ON_RELEASE} when only a release can make room. When allowed: 0, or for a booking, µs
+   * until its slot begins.
    */
   retryAfterUs: number;
   work: W;

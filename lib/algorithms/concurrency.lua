@@ -6,10 +6,6 @@
 
 ALGORITHMS.cc = {}
 
--- A release can free a slot at any moment, so a rejection promises no wait; clients are told to
--- come back in a second.
-local CC_RETRY_US = 1000000
-
 local function cc_member(id, cost)
   if cost == 1 then
     return string.format('%d', id)
@@ -24,12 +20,13 @@ function ALGORITHMS.cc.check(key, now, p)
     return 0, lock - now, 0, nil, lock
   end
   if p.cost > p.limit then
-    return 0, -1, count, weighted
+    return 0, NEVER, count, weighted
   end
   if count + p.cost <= p.limit then
     return 1, 0, count, weighted
   end
-  return 0, CC_RETRY_US, count, weighted
+  -- A release may free a slot at any moment: a rejection promises no wait.
+  return 0, ON_RELEASE, count, weighted
 end
 
 function ALGORITHMS.cc.after(_, p, count)

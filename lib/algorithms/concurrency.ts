@@ -1,7 +1,11 @@
-import { type AlgorithmTwin, ms, type Params, type Stored } from './algorithm.js';
-
-/** A rejection promises no wait, since a release may free a slot at any moment: come back in 1 s. */
-export const CONCURRENCY_RETRY_MS = 1000;
+import {
+  type AlgorithmTwin,
+  ms,
+  NEVER,
+  ON_RELEASE,
+  type Params,
+  type Stored,
+} from './algorithm.js';
 
 /** The units a lease's name carries: after its last colon, or one without any (`units_of`). */
 function unitsOf(member: string): number {
@@ -56,9 +60,10 @@ export const concurrency: AlgorithmTwin<Leases, number> = {
   check(leases, now, p) {
     leases?.trim(now);
     const count = leases?.total ?? 0;
-    if (p.cost > p.limit) return { allowed: false, retryAfterUs: -1, work: count };
+    if (p.cost > p.limit) return { allowed: false, retryAfterUs: NEVER, work: count };
     if (count + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work: count };
-    return { allowed: false, retryAfterUs: CONCURRENCY_RETRY_MS * 1000, work: count };
+    // A release may free a slot at any moment: a rejection promises no wait.
+    return { allowed: false, retryAfterUs: ON_RELEASE, work: count };
   },
 
   after(_now, p, count) {

@@ -23,7 +23,7 @@
 -- keys[#argv - 1], when there is one more key than policies: the decision's id key (see
 --          `once` below). A decision that writes carries one, so that it never applies twice.
 --
--- Reply: { allowed, then four per policy: allowed, remaining, retry_after_us (-1: never),
+-- Reply: { allowed, then four per policy: allowed, remaining, retry_after_us (NEVER, ON_RELEASE),
 --          reset_after_ms, then now (µs), then the lease id when a concurrency policy took one };
 --          { -1, now } when it came too late and did nothing. A decision whose id key is set
 --          answers the reply stored there, and does nothing.
@@ -87,7 +87,7 @@ local function rejected(key, p, now, slack, op, retry, w1, w2, lock)
   if lock then
     return 0, ms(retry), retry
   end
-  if p.block > 0 and retry >= 0 then
+  if p.block > 0 and retry ~= NEVER then
     if op == 'c' or op == 'w' then
       lock_out(key, p, now, slack)
     end

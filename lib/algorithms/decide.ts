@@ -1,4 +1,4 @@
-import { type Algorithm, ms, type Params, type Stored } from './algorithm.js';
+import { type Algorithm, ms, NEVER, type Params, type Stored } from './algorithm.js';
 import { algorithmOf } from './registry.js';
 
 /**
@@ -100,7 +100,7 @@ export function decide(
     if (!c.allowed) {
       if (c.lock !== undefined) {
         outcome = { remaining: 0, resetAfterMs: ms(retry) };
-      } else if (p.blockUs > 0 && retry >= 0) {
+      } else if (p.blockUs > 0 && retry !== NEVER) {
         if (op === 'c' || op === 'w') lockOut(keys[i], now, p, values);
         retry = p.blockUs;
         outcome = { remaining: 0, resetAfterMs: ms(retry) };

@@ -34,7 +34,7 @@ function ALGORITHMS.fw.check(key, now, p)
     return 0, lock - now, count, window, lock
   end
   if p.cost > p.limit then
-    return 0, -1, count, window
+    return 0, NEVER, count, window
   end
   if count + p.cost <= p.limit then
     return 1, 0, count, window

@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms } from './algorithm.js';
+import { type AlgorithmTwin, ms, NEVER } from './algorithm.js';
 
 /** The current window's start (µs) and count; Redis packs the window number and count in one integer. */
 export interface WindowCount {
@@ -17,7 +17,7 @@ export const fixedWindow: AlgorithmTwin<WindowCount, Work> = {
     const start = now - (now % p.periodUs);
     const count = state !== undefined && state.start === start ? state.count : 0;
     const work = { count, start };
-    if (p.cost > p.limit) return { allowed: false, retryAfterUs: -1, work };
+    if (p.cost > p.limit) return { allowed: false, retryAfterUs: NEVER, work };
     if (count + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work };
     return { allowed: false, retryAfterUs: start + p.periodUs - now, work };
   },

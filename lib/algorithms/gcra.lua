@@ -30,7 +30,7 @@ function ALGORITHMS.gcra.check(key, now, p, ahead)
     return 0, lock - now, tat, nil, lock
   end
   if p.cost > p.burst then
-    return 0, -1, tat
+    return 0, NEVER, tat
   end
   local interval = gcra_interval(p)
   -- How far the bucket would overflow with this request in it, in microseconds of draining.

@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms, type Params, us } from './algorithm.js';
+import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
 
 const interval = (p: Params) => Math.ceil(p.periodUs / p.limit);
 
@@ -6,7 +6,7 @@ const interval = (p: Params) => Math.ceil(p.periodUs / p.limit);
 export const gcra: AlgorithmTwin<number, number> = {
   check(stored, now, p, aheadUs) {
     const tat = Math.max(stored ?? now, now);
-    if (p.cost > p.burst) return { allowed: false, retryAfterUs: -1, work: tat };
+    if (p.cost > p.burst) return { allowed: false, retryAfterUs: NEVER, work: tat };
     const over = tat + p.cost * interval(p) - now - p.burst * interval(p);
     if (over <= 0) return { allowed: true, retryAfterUs: 0, work: tat };
     const allowed = aheadUs !== undefined && over <= aheadUs;

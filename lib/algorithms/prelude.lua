@@ -8,6 +8,11 @@ local function ms(us)
   return math.ceil(us / 1000)
 end
 
+-- What a check answers for a wait when the cost can never fit (no wait would help), and when only a
+-- holder letting go of its lease can make room: that may happen at any moment, so no wait is
+-- promised (clients are told to come back in a second; see ON_RELEASE_RETRY_US in algorithm.ts).
+local NEVER, ON_RELEASE = -1, -2
+
 -- A wait in whole microseconds, rounded up for the same reason. Waits travel in µs so that a
 -- caller that holds rejections locally can end the hold exactly when the wait does.
 local function us(wait)

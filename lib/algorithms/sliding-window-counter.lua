@@ -36,7 +36,7 @@ function ALGORITHMS.swc.check(key, now, p)
     return 0, lock - now, current, previous, lock
   end
   if p.cost > p.limit then
-    return 0, -1, current, previous
+    return 0, NEVER, current, previous
   end
   local weighted = swc_weighted(now, p, start, previous)
   if weighted + current + p.cost <= p.limit then

@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms, type Params, us } from './algorithm.js';
+import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
 
 /** The hash `{ w, c, p }`: the current window's start (µs), its count, the previous count. */
 export interface TwoWindows {
@@ -34,7 +34,7 @@ export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
   check(state, now, p) {
     const { start, current, previous } = read(state, now, p);
     const work = { current, previous };
-    if (p.cost > p.limit) return { allowed: false, retryAfterUs: -1, work };
+    if (p.cost > p.limit) return { allowed: false, retryAfterUs: NEVER, work };
     const weighted = weightedPrevious(now, p, start, previous);
     if (weighted + current + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work };
     const retryAt =

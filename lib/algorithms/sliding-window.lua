@@ -80,7 +80,7 @@ function ALGORITHMS.sw.check(key, now, p)
     return 0, lock - now, 0, nil, lock
   end
   if p.cost > p.limit then
-    return 0, -1, count, newest
+    return 0, NEVER, count, newest
   end
   if count + p.cost <= p.limit then
     return 1, 0, count, newest

@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms } from './algorithm.js';
+import { type AlgorithmTwin, ms, NEVER } from './algorithm.js';
 
 /**
  * The twin of the sorted set: one entry per allowed decision, oldest first from `head`, each with
@@ -103,7 +103,7 @@ export const slidingWindow: AlgorithmTwin<ArrivalLog, number> = {
   check(log, now, p) {
     log?.trim(now - p.periodUs);
     const count = log?.total ?? 0;
-    if (p.cost > p.limit) return { allowed: false, retryAfterUs: -1, work: count };
+    if (p.cost > p.limit) return { allowed: false, retryAfterUs: NEVER, work: count };
     if (count + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work: count };
     const blocker = log!.blocker(p.limit - p.cost);
     return { allowed: false, retryAfterUs: blocker + p.periodUs - now, work: count };

@@ -45,7 +45,7 @@ function ALGORITHMS.tb.check(key, now, p, ahead)
     return 0, lock - now, tokens, nil, lock
   end
   if p.cost > p.burst then
-    return 0, -1, tokens
+    return 0, NEVER, tokens
   end
   if tokens >= p.cost then
     return 1, 0, tokens

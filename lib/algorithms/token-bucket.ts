@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms, type Params, us } from './algorithm.js';
+import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
 
 /** The hash `{ t, at }`: tokens left, and when they were counted (µs). */
 export interface Bucket {
@@ -18,7 +18,7 @@ function tokensAt(state: Bucket | undefined, now: number, p: Params): number {
 export const tokenBucket: AlgorithmTwin<Bucket, number> = {
   check(state, now, p, aheadUs) {
     const tokens = tokensAt(state, now, p);
-    if (p.cost > p.burst) return { allowed: false, retryAfterUs: -1, work: tokens };
+    if (p.cost > p.burst) return { allowed: false, retryAfterUs: NEVER, work: tokens };
     if (tokens >= p.cost) return { allowed: true, retryAfterUs: 0, work: tokens };
     const wait = ((p.cost - tokens) * p.periodUs) / p.limit;
     const allowed = aheadUs !== undefined && wait <= aheadUs;

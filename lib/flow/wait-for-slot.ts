@@ -1,7 +1,6 @@
-import { CONCURRENCY_RETRY_MS } from '../algorithms/concurrency.js';
 import { algorithmOf } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { leaseOf } from '../stores/decision.js';
+import { leaseOf, leasesFullOf } from '../stores/decision.js';
 import { invoke, type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
 
@@ -117,7 +116,7 @@ function nextTry(
   let leasesFull = false;
   for (const p of decision.policies) {
     if (p.allowed) continue;
-    if (algorithmOf(p.policy.algorithm).holdsLeases && p.retryAfterMs === CONCURRENCY_RETRY_MS) {
+    if (leasesFullOf(p)) {
       leasesFull = true;
     } else if (p.retryAfterMs > rateMs) {
       rateMs = p.retryAfterMs;

@@ -1,4 +1,4 @@
-import { ms } from '../algorithms/algorithm.js';
+import { ms, NEVER, ON_RELEASE, ON_RELEASE_RETRY_US } from '../algorithms/algorithm.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import {
   type PolicyDecision,
@@ -6,7 +6,7 @@ import {
   type StoreErrorPolicy,
 } from './store.interface.js';
 
-/** One policy's answer as the algorithms give it: `retryAfterMs` -1 means never. */
+/** One policy's answer as the algorithms give it: `retryAfterMs` -1 (`NEVER`) means never. */
 export function policyDecision(
   policy: ResolvedPolicy,
   allowed: boolean,
@@ -20,8 +20,24 @@ export function policyDecision(
     limit: policy.threshold,
     remaining,
     resetAfterMs,
-    retryAfterMs: retryAfterMs < 0 ? Infinity : retryAfterMs,
+    retryAfterMs: retryAfterMs === NEVER ? Infinity : retryAfterMs,
   };
+}
+
+/**
+ * The answers of policies full of leases, where only a release can make room (`ON_RELEASE`). Kept
+ * aside, not on the answer, so that answers stay plain data to compare and serialise; a copy of a
+ * decision that keeps its answers keeps this too.
+ */
+const LEASES_FULL = new WeakSet<PolicyDecision>();
+
+/**
+ * Whether this answer rejected because its policy's leases are all held: a release may make room
+ * at any moment, so its `retryAfterMs` is no promise, and a caller that waits should ask again as
+ * soon as one is freed. False for answers that did not come from a store reply.
+ */
+export function leasesFullOf(answer: PolicyDecision): boolean {
+  return LEASES_FULL.has(answer);
 }
 
 /**
@@ -39,14 +55,16 @@ export function decisionFromReply(
   let shortestUs = Infinity;
   for (let i = 0, r = 1; i < policies.length; i++, r += 4) {
     const allowed = reply[r] === 1;
-    const retryUs = reply[r + 2];
-    let retryMs = retryUs < 0 ? retryUs : ms(retryUs);
+    const full = reply[r + 2] === ON_RELEASE;
+    const retryUs = full ? ON_RELEASE_RETRY_US : reply[r + 2];
+    let retryMs = retryUs === NEVER ? NEVER : ms(retryUs);
     if (!allowed && retryUs > 0 && retryUs < shortestUs) shortestUs = retryUs;
     if (allowed) {
       if (retryMs > waitMs) waitMs = retryMs;
       retryMs = 0;
     }
     answers[i] = policyDecision(policies[i], allowed, reply[r + 1], retryMs, reply[r + 3]);
+    if (full) LEASES_FULL.add(answers[i]);
   }
   const at = 1 + 4 * policies.length;
   const precise = shortestUs < Infinity ? shortestUs : undefined;
