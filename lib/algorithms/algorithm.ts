@@ -57,12 +57,19 @@ export interface Stored<S> {
 export interface Committed<S> extends Outcome, Stored<S> {}
 
 /**
- * The in-process twin of one Lua algorithm. Each method mirrors the Lua function of the same
- * name line by line, so the memory store and the Redis store answer alike.
+ * The in-process twin of one Lua algorithm, so that the memory store and the Redis store answer
+ * alike. Each method stands for the Lua function of the same name: the same parameters (µs and
+ * counts), the same arithmetic (the same float expressions in the same order wherever rounding
+ * could tell them apart), and the same answers (waits in µs, with {@link NEVER} and
+ * {@link ON_RELEASE}; resets in ms). The state differs in shape (objects here, Redis types
+ * there), so the steps that read and write it differ too; and Lua's `open`, which reads the key,
+ * has no twin: `decide.ts` hands each method the state, and the methods drop expired data
+ * themselves where `open` does it in Lua.
  */
 export interface AlgorithmTwin<S, W> {
   /**
-   * Decides whether `p.cost` fits, committing nothing (it may drop expired data, as Lua does).
+   * Decides whether `p.cost` fits, committing nothing (it may drop expired data, as Lua's `open`
+   * does).
    * With `aheadUs`, an algorithm that can book ahead allows a request that fits within that long,
    * with `retryAfterUs` saying when its slot begins.
    */

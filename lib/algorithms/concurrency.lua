@@ -13,20 +13,21 @@ local function cc_member(id, cost)
   return string.format('%d:%d', id, cost)
 end
 
-function ALGORITHMS.cc.check(key, now, p)
+-- The units the leases held now take, and whether the set is weighted (see zset_open).
+function ALGORITHMS.cc.open(key, now)
   -- Expired leases first: a lease counts until its score.
-  local lock, count, weighted = zset_open(key, now, now)
-  if lock then
-    return 0, lock - now, 0, nil, lock
-  end
+  return zset_open(key, now)
+end
+
+function ALGORITHMS.cc.check(_, _, p, count)
   if p.cost > p.limit then
-    return 0, NEVER, count, weighted
+    return 0, NEVER
   end
   if count + p.cost <= p.limit then
-    return 1, 0, count, weighted
+    return 1, 0
   end
   -- A release may free a slot at any moment: a rejection promises no wait.
-  return 0, ON_RELEASE, count, weighted
+  return 0, ON_RELEASE
 end
 
 function ALGORITHMS.cc.after(_, p, count)
@@ -72,9 +73,8 @@ function ALGORITHMS.cc.commit(key, now, p, slack, count, weighted, lease)
   return ALGORITHMS.cc.after(now, p, count)
 end
 
-function ALGORITHMS.cc.release(key, now, p, lease)
-  local lock, total, weighted = zset_open(key, now, now)
-  if lock or total == 0 or p.cost == 0 then
+function ALGORITHMS.cc.release(key, _, p, total, weighted, lease)
+  if total == 0 or p.cost == 0 then
     return
   end
   if redis.call('ZREM', key, cc_member(lease, p.cost)) == 1 and weighted then
@@ -82,14 +82,10 @@ function ALGORITHMS.cc.release(key, now, p, lease)
   end
 end
 
--- Extends a lease held now by a period; false when it is gone (expired, reset, locked out).
+-- Extends a lease held now by a period; false when it is gone (expired, reset).
 function ALGORITHMS.cc.renew(key, now, p, slack, lease)
-  local lock = zset_open(key, now, now)
-  if lock then
-    return false
-  end
   if p.cost > 0 then
-    -- What is left after the trim has not expired.
+    -- What is left after the trim in `open` has not expired.
     local member = cc_member(lease, p.cost)
     if not redis.call('ZSCORE', key, member) then
       return false
@@ -103,11 +99,7 @@ end
 -- Gives back `cost` units of the leases that expire last (the larger name among equals). A lease
 -- given back in part keeps the rest under a name of its own ("<id>:<cost>:<left>"), which its
 -- holder no longer frees or renews: it lets go when it expires.
-function ALGORITHMS.cc.refund(key, now, p)
-  local lock, total, weighted = zset_open(key, now, now)
-  if lock then
-    return
-  end
+function ALGORITHMS.cc.refund(key, _, p, _, total, weighted)
   if not weighted then
     -- One unit per lease.
     redis.call('ZPOPMAX', key, p.cost)

@@ -19,7 +19,7 @@
 -- argv[3..] one per policy, joined by the caller once per route: "<algorithm id> <period µs>
 --          <limit> <burst> <lock-out µs; 0: none> <cost>". A policy with a lock-out that rejects a
 --          request locks its key out from that moment: its state is replaced by the lock-out (see
---          lock_of), and every request meanwhile is rejected without touching it.
+--          stand_in), and every request meanwhile is rejected without touching it (see `open`).
 -- keys[#argv - 1], when there is one more key than policies: the decision's id key (see
 --          `once` below). A decision that writes carries one, so that it never applies twice.
 --
@@ -80,6 +80,22 @@ local function lock_out(key, p, now, slack)
   redis.call('SET', key, -(now + p.block), 'PX', ms(p.block) + slack)
 end
 
+-- Opens a policy's key for its algorithm: the end of a lock-out in force, or else nil and what the
+-- algorithm read of its state. Lock-outs are handled here alone. One that has ended, or anything
+-- else that stands in the key in place of the state, counts as no state at all: it is deleted,
+-- and the key read again, now empty. A key that is not locked costs nothing more.
+local function open(key, now, p)
+  local stand_in, w1, w2 = p.algorithm.open(key, now, p)
+  if not stand_in then
+    return nil, w1, w2
+  end
+  if stand_in > now then
+    return stand_in
+  end
+  redis.call('DEL', key)
+  return p.algorithm.open(key, now, p)
+end
+
 -- Remaining and reset of a policy whose check rejected the request; starts its lock-out when it
 -- has one (only a consume writes it; a peek answers as if). A cost that can never fit locks
 -- nothing: no wait would help.
@@ -131,7 +147,13 @@ local function decide(keys, argv)
   -- One policy consumed, the usual case: the same steps without the tables that gather several.
   if #keys == 1 and op == 'c' then
     local key, p = keys[1], policy(argv[3])
-    local allowed, retry, w1, w2, lock = p.algorithm.check(key, now, p)
+    local lock, w1, w2 = open(key, now, p)
+    local allowed, retry = 0, nil
+    if lock then
+      retry = lock - now
+    else
+      allowed, retry = p.algorithm.check(key, now, p, w1, w2)
+    end
     local remaining, reset, lease
     if allowed == 1 then
       if p.algorithm.free then
@@ -151,14 +173,20 @@ local function decide(keys, argv)
     local a = p.algorithm
     if op == 'x' then
       redis.call('DEL', keys[i])
-    elseif op == 'r' and p.cost > 0 then
-      a.refund(keys[i], now, p, slack, at)
     elseif op == 'b' then
       lock_out(keys[i], p, now, slack)
-    elseif op == 'l' and a.release then
-      a.release(keys[i], now, p, at)
-    elseif op == 'n' and a.renew then
-      lost = not a.renew(keys[i], now, p, slack, at) or lost
+    elseif (op == 'r' and p.cost > 0) or (op == 'l' and a.release) or (op == 'n' and a.renew) then
+      -- A locked-out key holds nothing to give back, to free or to renew.
+      local lock, w1, w2 = open(keys[i], now, p)
+      if lock then
+        lost = lost or op == 'n'
+      elseif op == 'r' then
+        a.refund(keys[i], now, p, slack, w1, w2, at)
+      elseif op == 'l' then
+        a.release(keys[i], now, p, w1, w2, at)
+      else
+        lost = not a.renew(keys[i], now, p, slack, at) or lost
+      end
     end
     if op == 'x' or op == 'r' or op == 'l' or op == 'n' then
       p = costless(p)
@@ -169,7 +197,13 @@ local function decide(keys, argv)
   local allowed = 1
   for i = 1, #keys do
     local p = policies[i]
-    checks[i] = { p.algorithm.check(keys[i], now, p, ahead) }
+    local lock, w1, w2 = open(keys[i], now, p)
+    if lock then
+      checks[i] = { 0, lock - now, nil, nil, lock }
+    else
+      local ok, retry = p.algorithm.check(keys[i], now, p, w1, w2, ahead)
+      checks[i] = { ok, retry, w1, w2 }
+    end
     if checks[i][1] == 0 then
       allowed = 0
     end

@@ -1,4 +1,11 @@
-import { type Algorithm, ms, NEVER, type Params, type Stored } from './algorithm.js';
+import {
+  type Algorithm,
+  type AlgorithmTwin,
+  ms,
+  NEVER,
+  type Params,
+  type Stored,
+} from './algorithm.js';
 import { algorithmOf } from './registry.js';
 
 /**
@@ -28,10 +35,12 @@ export class LockOut {
 }
 
 /**
- * The twin of `decide.lua`, step for step: the same operations, the same order, the same reply
- * (`{ allowed, then allowed, remaining, retry_after_us, reset_after_ms per policy, then now (µs),
- * then the lease id if one was taken }`). `at` is what follows the operation's letter in Lua: a
- * refund's arrival time, a reservation's longest wait (µs), a lease id.
+ * The twin of `decide.lua`: the same operations, applied in the same order (first what the
+ * operation does to each key, then every policy checked, then each committed, or answered), with
+ * lock-outs handled here alone in both, and the same reply (`{ allowed, then allowed, remaining,
+ * retry_after_us, reset_after_ms per policy, then now (µs), then the lease id if one was taken }`).
+ * `at` is what follows the operation's letter in Lua: a refund's arrival time, a reservation's
+ * longest wait (µs), a lease id.
  */
 export function decide(
   op: Operation,
@@ -42,19 +51,26 @@ export function decide(
   at?: number,
 ): number[] {
   const n = keys.length;
+  // Each policy's twin, as each Lua policy carries its algorithm.
+  const twins = new Array<AlgorithmTwin<unknown, unknown>>(n);
   let lost = false;
   for (let i = 0; i < n; i++) {
-    const twin = algorithmOf(policies[i].algorithm).twin;
+    const p = policies[i];
+    const twin = (twins[i] = algorithmOf(p.algorithm).twin);
     if (op === 'x') values.delete(keys[i]);
-    else if (op === 'r' && policies[i].cost > 0) refund(keys[i], now, policies[i], values, at);
-    else if (op === 'b') lockOut(keys[i], now, policies[i], values);
-    else if ((op === 'l' || op === 'n') && twin.release !== undefined) {
-      // A locked-out key holds no leases (WRONGTYPE in Lua): nothing to free, nothing to renew.
-      const state = values.get(keys[i]);
+    else if (op === 'b') lockOut(keys[i], now, p, values);
+    else if (
+      (op === 'r' && p.cost > 0) ||
+      (op === 'l' && twin.release !== undefined) ||
+      (op === 'n' && twin.renew !== undefined)
+    ) {
+      // A locked-out key holds nothing to give back, to free or to renew.
+      const state = open(keys[i], now, values);
       if (state instanceof LockOut) lost ||= op === 'n';
-      else if (op === 'l') store(keys[i], values, twin.release(state, now, policies[i], at!));
+      else if (op === 'r') store(keys[i], values, twin.refund(state, now, p, at));
+      else if (op === 'l') store(keys[i], values, twin.release!(state, now, p, at!));
       else {
-        const renewed = twin.renew!(state, now, policies[i], at!);
+        const renewed = twin.renew!(state, now, p, at!);
         if (renewed === null) lost = true;
         else values.set(keys[i], renewed.state, renewed.expiresAtUs);
       }
@@ -76,14 +92,13 @@ export function decide(
   }>(n);
   let allowed = 1;
   for (let i = 0; i < n; i++) {
-    const state = values.get(keys[i]);
-    if (state instanceof LockOut && state.untilUs > now) {
+    const state = open(keys[i], now, values);
+    if (state instanceof LockOut) {
       const retryAfterUs = state.untilUs - now;
       checks[i] = { allowed: false, retryAfterUs, work: undefined, lock: state.untilUs };
     } else {
-      // A lock-out that has just ended counts as no state at all.
-      states[i] = state instanceof LockOut ? undefined : state;
-      checks[i] = algorithmOf(params[i].algorithm).twin.check(states[i], now, params[i], ahead);
+      states[i] = state;
+      checks[i] = twins[i].check(state, now, params[i], ahead);
     }
     if (!checks[i].allowed) allowed = 0;
   }
@@ -93,7 +108,7 @@ export function decide(
   const reply = [allowed];
   for (let i = 0; i < n; i++) {
     const p = params[i];
-    const twin = algorithmOf(p.algorithm).twin;
+    const twin = twins[i];
     const c = checks[i];
     let outcome: { remaining: number; resetAfterMs: number };
     let retry = c.retryAfterUs;
@@ -122,6 +137,17 @@ export function decide(
   reply.push(now);
   if (lease !== undefined) reply.push(lease);
   return reply;
+}
+
+/**
+ * Like `open` in `decide.lua`: the lock-out in force on the key, or else its state. A lock-out
+ * that has ended counts as no state at all (Lua deletes it, since it is of another type than the
+ * state; here the next write replaces it).
+ */
+function open(key: string, now: number, values: KeyValues): unknown {
+  const state = values.get(key);
+  if (!(state instanceof LockOut)) return state;
+  return state.untilUs > now ? state : undefined;
 }
 
 /** Like `lease_id`: the first id from now free in every key that takes leases; none without. */
@@ -155,17 +181,4 @@ function store(key: string, values: KeyValues, left: Stored<unknown> | undefined
 
 function lockOut(key: string, now: number, p: PolicyArgs, values: KeyValues): void {
   values.set(key, new LockOut(now + p.blockUs), now + ms(p.blockUs) * 1000);
-}
-
-function refund(key: string, now: number, p: PolicyArgs, values: KeyValues, at?: number): void {
-  const state = values.get(key);
-  if (state instanceof LockOut && state.untilUs > now) return;
-  // A lock-out that has ended is no state at all.
-  const left = algorithmOf(p.algorithm).twin.refund(
-    state instanceof LockOut ? undefined : state,
-    now,
-    p,
-    at,
-  );
-  store(key, values, left);
 }

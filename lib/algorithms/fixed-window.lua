@@ -12,34 +12,33 @@ ALGORITHMS.fw = {}
 
 local FW_WINDOWS, FW_COUNTS = 4194304, 1073741824
 
--- math.fmod, not %, which Lua 5.1 defines through floor(a / b) and so rounds for large times.
--- Also the end of a lock-out in force, if any.
-local function fw_read(key, now, p)
-  local start = now - math.fmod(now, p.period)
-  local window = math.fmod(start / p.period, FW_WINDOWS)
-  local stored = tonumber(redis.call('GET', key))
-  if stored and stored < 0 and -stored > now then
-    return start, window, 0, -stored
-  end
-  -- A lock-out that has ended never matches a window number, which is never negative.
-  if stored and math.floor(stored / FW_COUNTS) == window then
-    return start, window, math.fmod(stored, FW_COUNTS)
-  end
-  return start, window, 0
+-- The current window's start. math.fmod, not %, which Lua 5.1 defines through floor(a / b) and so
+-- rounds for large times.
+local function fw_start(now, p)
+  return now - math.fmod(now, p.period)
 end
 
-function ALGORITHMS.fw.check(key, now, p)
-  local start, window, count, lock = fw_read(key, now, p)
-  if lock then
-    return 0, lock - now, count, window, lock
+-- The current window's count and number; or, when the key holds a lock-out, only its end.
+function ALGORITHMS.fw.open(key, now, p)
+  local window = math.fmod(fw_start(now, p) / p.period, FW_WINDOWS)
+  local stored = tonumber(redis.call('GET', key))
+  if stored and stored < 0 then
+    return -stored
   end
+  if stored and math.floor(stored / FW_COUNTS) == window then
+    return nil, math.fmod(stored, FW_COUNTS), window
+  end
+  return nil, 0, window
+end
+
+function ALGORITHMS.fw.check(_, now, p, count)
   if p.cost > p.limit then
-    return 0, NEVER, count, window
+    return 0, NEVER
   end
   if count + p.cost <= p.limit then
-    return 1, 0, count, window
+    return 1, 0
   end
-  return 0, start + p.period - now, count, window
+  return 0, fw_start(now, p) + p.period - now
 end
 
 function ALGORITHMS.fw.after(now, p, count)
@@ -54,9 +53,8 @@ end
 
 -- Gives `cost` back to the current window (when `at` is given, only if the request arrived in
 -- it: an earlier window's count no longer matters); a window emptied this way is forgotten.
-function ALGORITHMS.fw.refund(key, now, p, slack, at)
-  local start, window, count, lock = fw_read(key, now, p)
-  if lock or (at and at < start) then
+function ALGORITHMS.fw.refund(key, now, p, slack, count, window, at)
+  if at and at < fw_start(now, p) then
     return
   end
   local left = math.max(count - p.cost, 0)

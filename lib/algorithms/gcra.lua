@@ -9,39 +9,32 @@ local function gcra_interval(p)
   return math.ceil(p.period / p.limit)
 end
 
--- The theoretical arrival time, and the end of a lock-out in force, if any.
-local function gcra_read(key, now)
+-- The theoretical arrival time; or, when the key holds a lock-out, only its end.
+function ALGORITHMS.gcra.open(key, now)
   local stored = tonumber(redis.call('GET', key))
   if stored and stored < 0 then
-    if -stored > now then
-      return now, -stored
-    end
-    stored = nil
+    return -stored
   end
-  return math.max(stored or now, now)
+  return nil, math.max(stored or now, now)
 end
 
 -- With `ahead` (µs), a request that fits within that long is allowed and booked: the bucket takes
 -- it now, and the retry time says when its slot begins. Bookings queue in the order they are
 -- made, one interval apart once the burst is used up.
-function ALGORITHMS.gcra.check(key, now, p, ahead)
-  local tat, lock = gcra_read(key, now)
-  if lock then
-    return 0, lock - now, tat, nil, lock
-  end
+function ALGORITHMS.gcra.check(_, now, p, tat, _, ahead)
   if p.cost > p.burst then
-    return 0, NEVER, tat
+    return 0, NEVER
   end
   local interval = gcra_interval(p)
   -- How far the bucket would overflow with this request in it, in microseconds of draining.
   local over = tat + p.cost * interval - now - p.burst * interval
   if over <= 0 then
-    return 1, 0, tat
+    return 1, 0
   end
   if ahead and over <= ahead then
-    return 1, us(over), tat
+    return 1, us(over)
   end
-  return 0, us(over), tat
+  return 0, us(over)
 end
 
 -- A booked request leaves nothing remaining until its slot has passed.
@@ -59,11 +52,7 @@ function ALGORITHMS.gcra.commit(key, now, p, slack, tat)
 end
 
 -- Moves the arrival time back by `cost` intervals, never before now: an empty bucket stays empty.
-function ALGORITHMS.gcra.refund(key, now, p, slack)
-  local tat, lock = gcra_read(key, now)
-  if lock then
-    return
-  end
+function ALGORITHMS.gcra.refund(key, now, p, slack, tat)
   local new_tat = math.max(tat - p.cost * gcra_interval(p), now)
   if new_tat <= now then
     redis.call('DEL', key)

@@ -1,5 +1,5 @@
--- Shared by every algorithm script. Each algorithm adds { check, commit, status, after, refund }
--- to ALGORITHMS.
+-- Shared by every algorithm script. Each algorithm adds { open, check, commit, status, after,
+-- refund } to ALGORITHMS; decide.lua opens a key, then hands what `open` read to the others.
 -- Times are integer microseconds; replies are integers (Lua floats would be truncated anyway).
 local ALGORITHMS = {}
 
@@ -20,14 +20,18 @@ local function us(wait)
 end
 
 -- A lock-out replaces a key's state, whatever the algorithm's type, with one negative integer,
--- -until (µs), and expires with it. Each algorithm notices it where it reads its state, so a key
--- that is not locked costs nothing more. The time a lock-out ends, or nil.
-local function lock_of(key)
+-- -until (µs), and expires with it. An algorithm's `open` notices something other than its state
+-- where it reads the key (a negative integer, or another type), so a key that is not locked costs
+-- nothing more, and answers first with what stands there; decide.lua alone acts on it (see its
+-- `open`). For a key of another type: the time the lock-out there ends, or 0 when it holds
+-- anything else.
+local function stand_in(key)
   local stored = redis.pcall('GET', key)
   stored = type(stored) == 'string' and tonumber(stored) or nil
   if stored and stored < 0 then
     return -stored
   end
+  return 0
 end
 
 -- The sorted-set algorithms (the log, the leases) keep one member per decision, weighted: its name
@@ -56,21 +60,15 @@ local function set_total(key, units)
   return units
 end
 
--- Drops the entries scored up to `upto` and returns the end of a lock-out in force, if any, the
--- units the set holds, and whether it is weighted. A lock-out shows as WRONGTYPE here; one that
--- has just ended, though its key has not expired yet, is deleted, leaving no set at all. A plain
--- set is trimmed blind; a weighted one reads each entry once, when it leaves, so trimming costs a
--- decision no more than the entries it drops.
-local function zset_open(key, upto, now)
+-- Drops the entries scored up to `upto` and returns nil, the units the set holds, and whether it
+-- is weighted; or, when the key is not a set (a lock-out shows as WRONGTYPE here), only what
+-- stands there (see stand_in). A plain set is trimmed blind; a weighted one reads each entry
+-- once, when it leaves, so trimming costs a decision no more than the entries it drops.
+local function zset_open(key, upto)
   -- The lowest member tells the layout: `total` sorts first in a weighted set.
   local first = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
   if first.err then
-    local lock = lock_of(key)
-    if lock and lock > now then
-      return lock, 0, false
-    end
-    redis.call('DEL', key)
-    return nil, 0, false
+    return stand_in(key)
   end
   if first[1] ~= TOTAL then
     if first[1] and tonumber(first[2]) <= upto then

@@ -5,42 +5,39 @@
 
 ALGORITHMS.swc = {}
 
--- The window's start, its count and the previous one's, and the end of a lock-out in force.
-local function swc_read(key, now, p)
-  local start = now - math.fmod(now, p.period)
+local function swc_start(now, p)
+  return now - math.fmod(now, p.period)
+end
+
+-- This window's count and the previous one's; or, when the key is not a hash, only what stands
+-- there (see stand_in).
+function ALGORITHMS.swc.open(key, now, p)
+  local start = swc_start(now, p)
   local stored = redis.pcall('HMGET', key, 'w', 'c', 'p')
   if stored.err then
-    local lock = lock_of(key)
-    if lock and lock > now then
-      return start, 0, 0, lock
-    end
-    redis.call('DEL', key)
-    return start, 0, 0
+    return stand_in(key)
   end
   local window, count = tonumber(stored[1]), tonumber(stored[2]) or 0
   if window == start then
-    return start, count, tonumber(stored[3]) or 0
+    return nil, count, tonumber(stored[3]) or 0
   elseif window == start - p.period then
-    return start, 0, count
+    return nil, 0, count
   end
-  return start, 0, 0
+  return nil, 0, 0
 end
 
 local function swc_weighted(now, p, start, previous)
   return previous * (p.period - (now - start)) / p.period
 end
 
-function ALGORITHMS.swc.check(key, now, p)
-  local start, current, previous, lock = swc_read(key, now, p)
-  if lock then
-    return 0, lock - now, current, previous, lock
-  end
+function ALGORITHMS.swc.check(_, now, p, current, previous)
   if p.cost > p.limit then
-    return 0, NEVER, current, previous
+    return 0, NEVER
   end
+  local start = swc_start(now, p)
   local weighted = swc_weighted(now, p, start, previous)
   if weighted + current + p.cost <= p.limit then
-    return 1, 0, current, previous
+    return 1, 0
   end
   local retry_at
   if current + p.cost <= p.limit then
@@ -50,17 +47,17 @@ function ALGORITHMS.swc.check(key, now, p)
     -- In the next window, once this window's count (then the previous) has decayed enough.
     retry_at = start + p.period + math.max(0, p.period - (p.limit - p.cost) * p.period / current)
   end
-  return 0, math.max(1, us(retry_at - now)), current, previous
+  return 0, math.max(1, us(retry_at - now))
 end
 
 function ALGORITHMS.swc.after(now, p, current, previous)
-  local start = now - math.fmod(now, p.period)
+  local start = swc_start(now, p)
   local weighted = swc_weighted(now, p, start, previous)
   return math.floor(p.limit - weighted - current - p.cost), ms(start + 2 * p.period - now)
 end
 
 local function swc_write(key, now, p, slack, current, previous)
-  local start = now - math.fmod(now, p.period)
+  local start = swc_start(now, p)
   redis.call('HSET', key, 'w', start, 'c', current, 'p', previous)
   -- This window's count matters until the end of the next one, where it is the previous.
   redis.call('PEXPIRE', key, ms(start + 2 * p.period - now) + slack)
@@ -73,9 +70,9 @@ end
 
 -- Gives `cost` back to the current window, never below zero; when `at` is given, to the window
 -- the request arrived in, if it still counts.
-function ALGORITHMS.swc.refund(key, now, p, slack, at)
-  local start, current, previous, lock = swc_read(key, now, p)
-  if lock or (at and at < start - p.period) then
+function ALGORITHMS.swc.refund(key, now, p, slack, current, previous, at)
+  local start = swc_start(now, p)
+  if at and at < start - p.period then
     return
   end
   if at and at < start then
@@ -91,7 +88,7 @@ function ALGORITHMS.swc.refund(key, now, p, slack, at)
 end
 
 function ALGORITHMS.swc.status(key, now, p, current, previous)
-  local start = now - math.fmod(now, p.period)
+  local start = swc_start(now, p)
   local weighted = swc_weighted(now, p, start, previous)
   local reset = 0
   if current > 0 then

@@ -22,14 +22,18 @@ local function sw_member(mark, units, weighted)
   return string.format('%d', mark)
 end
 
--- Opens the log: the end of a lock-out in force, if any, the units in the window, then the newest
--- entry of a plain log ({ name, score }; nil when empty) or true for a weighted one. A plain log is
--- read once, at its newest entry, which the commit then needs, and trimmed blind.
-local function sw_open(key, upto, now)
+-- Opens the log, dropping the entries scored up to `upto`: nil, the units left, then the newest
+-- entry of a plain log ({ name, score }; nil when empty) or true for a weighted one; or only what
+-- stands in the key when it is not a set (see zset_open). A plain log is read once, at its newest
+-- entry, which the commit then needs, and trimmed blind.
+local function sw_open(key, upto)
   local newest = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
   if newest.err or (newest[1] and string.find(newest[1], ':', 1, true)) then
-    local lock, total = zset_open(key, upto, now)
-    return lock, total, total > 0 or nil
+    local stand_in, total = zset_open(key, upto)
+    if stand_in then
+      return stand_in
+    end
+    return nil, total, total > 0 or nil
   end
   if not newest[1] then
     return nil, 0, nil
@@ -73,17 +77,18 @@ local function sw_blocker(key, room)
   return tonumber(redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')[2])
 end
 
-function ALGORITHMS.sw.check(key, now, p)
+-- The units in the window and the newest entry (see sw_open).
+function ALGORITHMS.sw.open(key, now, p)
   -- Trim before counting: only arrivals in (now - period, now] are in the window.
-  local lock, count, newest = sw_open(key, now - p.period, now)
-  if lock then
-    return 0, lock - now, 0, nil, lock
-  end
+  return sw_open(key, now - p.period)
+end
+
+function ALGORITHMS.sw.check(key, now, p, count, newest)
   if p.cost > p.limit then
-    return 0, NEVER, count, newest
+    return 0, NEVER
   end
   if count + p.cost <= p.limit then
-    return 1, 0, count, newest
+    return 1, 0
   end
   local blocker
   if newest == true then
@@ -93,7 +98,7 @@ function ALGORITHMS.sw.check(key, now, p)
     local index = count + p.cost - p.limit - 1
     blocker = tonumber(redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2])
   end
-  return 0, blocker + p.period - now, count, newest
+  return 0, blocker + p.period - now
 end
 
 function ALGORITHMS.sw.after(_, p, count)
@@ -146,10 +151,9 @@ end
 
 -- Forgets the `cost` most recent units, or those of the requests that arrived at `at`. The key's
 -- TTL still covers what is left.
-function ALGORITHMS.sw.refund(key, now, p, _, at)
-  local lock, total, newest = sw_open(key, now - p.period, now)
+function ALGORITHMS.sw.refund(key, _, p, _, total, newest, at)
   local weighted = newest == true
-  if lock or total == 0 then
+  if total == 0 then
     return
   end
   if at then

@@ -11,24 +11,19 @@ local function tb_refill_ms(tokens, p)
   return ms((p.burst - tokens) * p.period / p.limit)
 end
 
--- Tokens in the bucket now: what was left plus the refill since, up to full; and the end of a
--- lock-out in force, if any.
-local function tb_tokens(key, now, p)
+-- Tokens in the bucket now: what was left plus the refill since, up to full; or, when the key is
+-- not a hash, only what stands there (see stand_in).
+function ALGORITHMS.tb.open(key, now, p)
   local stored = redis.pcall('HMGET', key, 't', 'at')
   if stored.err then
-    local lock = lock_of(key)
-    if lock and lock > now then
-      return 0, lock
-    end
-    redis.call('DEL', key)
-    return p.burst
+    return stand_in(key)
   end
   local tokens, at = p.burst, tonumber(stored[2])
   local left = tonumber(stored[1])
   if left and now < at + tb_refill_ms(left, p) * 1000 then
     tokens = math.min(p.burst, left + math.max(now - at, 0) * p.limit / p.period)
   end
-  return tokens
+  return nil, tokens
 end
 
 local function tb_write(key, now, p, slack, tokens)
@@ -39,22 +34,18 @@ end
 -- With `ahead` (µs), a request whose tokens refill within that long is allowed and booked: it
 -- takes them now, leaving the bucket in debt, and the retry time says when they will have
 -- refilled. Later requests wait behind the debt, in the order they were made.
-function ALGORITHMS.tb.check(key, now, p, ahead)
-  local tokens, lock = tb_tokens(key, now, p)
-  if lock then
-    return 0, lock - now, tokens, nil, lock
-  end
+function ALGORITHMS.tb.check(_, _, p, tokens, _, ahead)
   if p.cost > p.burst then
-    return 0, NEVER, tokens
+    return 0, NEVER
   end
   if tokens >= p.cost then
-    return 1, 0, tokens
+    return 1, 0
   end
   local wait = (p.cost - tokens) * p.period / p.limit
   if ahead and wait <= ahead then
-    return 1, us(wait), tokens
+    return 1, us(wait)
   end
-  return 0, us(wait), tokens
+  return 0, us(wait)
 end
 
 function ALGORITHMS.tb.after(_, p, tokens)
@@ -68,11 +59,7 @@ function ALGORITHMS.tb.commit(key, now, p, slack, tokens)
 end
 
 -- Puts `cost` tokens back, up to a full bucket, which is the same as no key at all.
-function ALGORITHMS.tb.refund(key, now, p, slack)
-  local tokens, lock = tb_tokens(key, now, p)
-  if lock then
-    return
-  end
+function ALGORITHMS.tb.refund(key, now, p, slack, tokens)
   tokens = math.min(p.burst, tokens + p.cost)
   if tokens >= p.burst then
     redis.call('DEL', key)
