@@ -124,3 +124,32 @@ export const concurrency: AlgorithmTwin<Leases, number> = {
     return { remaining: Math.max(p.limit - count, 0), resetAfterMs: ms(last - now) };
   },
 };
+
+/**
+ * Like `lease_id` in `concurrency.lua`: a decision's lease id, the first from `now` that is free
+ * in every key of a policy whose twin hands out leases (the same id in each, so that one id frees
+ * them all); undefined when no policy has leases. `twins[i]`, `policies[i]` and `states[i]` belong
+ * to one policy.
+ */
+export function leaseId(
+  twins: readonly AlgorithmTwin<unknown, unknown>[],
+  policies: readonly Params[],
+  states: readonly unknown[],
+  now: number,
+): number | undefined {
+  let id = now;
+  let any = false;
+  let moved = true;
+  while (moved) {
+    moved = false;
+    for (let i = 0; i < twins.length; i++) {
+      const free = twins[i].free;
+      if (free === undefined) continue;
+      const next = free(states[i], policies[i], id);
+      moved ||= next !== id;
+      id = next;
+      any = true;
+    }
+  }
+  return any ? id : undefined;
+}

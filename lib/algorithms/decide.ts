@@ -6,6 +6,7 @@ import {
   type Params,
   type Stored,
 } from './algorithm.js';
+import { leaseId } from './concurrency.js';
 import { algorithmOf } from './registry.js';
 
 /**
@@ -103,7 +104,8 @@ export function decide(
     if (!checks[i].allowed) allowed = 0;
   }
   const takes = allowed === 1 && (op === 'c' || op === 'w');
-  const lease = takes ? leaseId(keys, params, states, now) : undefined;
+  // From the concurrency algorithm's file, as `lease_id` is in Lua; undefined without leases.
+  const lease = takes ? leaseId(twins, params, states, now) : undefined;
 
   const reply = [allowed];
   for (let i = 0; i < n; i++) {
@@ -148,30 +150,6 @@ function open(key: string, now: number, values: KeyValues): unknown {
   const state = values.get(key);
   if (!(state instanceof LockOut)) return state;
   return state.untilUs > now ? state : undefined;
-}
-
-/** Like `lease_id`: the first id from now free in every key that takes leases; none without. */
-function leaseId(
-  keys: readonly string[],
-  policies: readonly PolicyArgs[],
-  states: readonly unknown[],
-  now: number,
-): number | undefined {
-  let id = now;
-  let any = false;
-  let moved = true;
-  while (moved) {
-    moved = false;
-    for (let i = 0; i < keys.length; i++) {
-      const free = algorithmOf(policies[i].algorithm).twin.free;
-      if (free === undefined) continue;
-      const next = free(states[i], policies[i], id);
-      moved ||= next !== id;
-      id = next;
-      any = true;
-    }
-  }
-  return any ? id : undefined;
 }
 
 function store(key: string, values: KeyValues, left: Stored<unknown> | undefined | null): void {
