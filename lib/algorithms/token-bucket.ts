@@ -8,7 +8,10 @@ export interface Bucket {
 
 const refillMs = (tokens: number, p: Params) => ms(((p.burst - tokens) * p.periodUs) / p.limit);
 
-/** Tokens in the bucket now, like `tb_tokens`: what was left plus the refill since, up to full. */
+/**
+ * Tokens in the bucket now, like `open` in `token-bucket.lua`: what was left plus the refill
+ * since, up to full.
+ */
 function tokensAt(state: Bucket | undefined, now: number, p: Params): number {
   if (state === undefined || now >= state.at + refillMs(state.t, p) * 1000) return p.burst;
   return Math.min(p.burst, state.t + (Math.max(now - state.at, 0) * p.limit) / p.periodUs);

@@ -50,8 +50,8 @@ export const MAX_LOCAL_BLOCK_MS = 1000;
  * algorithms, and a request that did not fit keeps not fitting, whatever else happens, until its
  * retry time (other traffic only adds). With several policies the block lasts until the first
  * rejecting policy's wait is over, so each policy's own answer stays the store's too. The block is
- * measured from when the rejected request was sent, never from when its answer arrived, and ends a
- * millisecond early to absorb the rounding of the retry time up to whole milliseconds. Only a
+ * measured from when the rejected request was sent, never from when its answer arrived, and lasts
+ * the store's exact wait (µs), or else the rounded-up retry time less a millisecond. Only a
  * request of the same cost under the same limits is answered from the block.
  *
  * Concurrent requests of a rejected key are grouped: once a block ends, one call asks the store
