@@ -2,12 +2,8 @@ import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
 import { toMicros } from '../clock.js';
 import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
-import {
-  type RedisClient,
-  type ScriptClient,
-  scriptClientFor,
-  StoreNotConnectedError,
-} from './script-client.js';
+import { type RedisClient, scriptClientFor } from './redis-client.js';
+import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
