@@ -73,7 +73,7 @@ export function createStore(
     if (!options.blockCache) return guarded;
     return new BlockCacheStore(guarded, {
       clock,
-      onStoreFailure: (keys, policies, costs) => guarded.degrade(keys, policies, costs),
+      onStoreFailure: (call) => guarded.degrade(call),
     });
   };
 
