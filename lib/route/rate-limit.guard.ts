@@ -197,7 +197,8 @@ export class RateLimitGuard implements CanActivate {
       onAbandon: (listener) => transport.abandoned?.(context, listener),
       abandoned: () => new HttpException(CLIENT_GONE_MESSAGE, CLIENT_CLOSED_REQUEST),
     };
-    return (keys, policies, costs) => waitForSlot(store, this.leases, keys, policies, costs, wait);
+    return (keys, policies, costs) =>
+      waitForSlot(store, this.leases, { keys, policies, costs }, wait);
   }
 
   private async plainKeys(

@@ -6,8 +6,8 @@ import { watchOutcome } from './rate-limit.interceptor.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { EXPIRED, type FunctionBound } from './user-functions.js';
 import { combineDecisions } from '../stores/decision.js';
+import { execute } from '../stores/store-call.js';
 import {
-  invoke,
   type PolicyDecision,
   type RateLimitDecision,
   type RateLimitStore,
@@ -212,9 +212,7 @@ export function settleOnOutcome(
   if (features.anyLease) {
     for (const part of parts) {
       if (!part.decision!.allowed) continue;
-      const lease = leases.hold(part.keys, part.policies, part.costs, part.decision!, () =>
-        unclaimed(),
-      );
+      const lease = leases.hold(part, part.decision!, () => unclaimed());
       if (lease === undefined) continue;
       if (admitted) (held ??= []).push(lease);
       else void leases.release(lease);
@@ -233,13 +231,12 @@ export function settleOnOutcome(
         givesBack(features.counts[i], succeeded) ? part.costs[j] : 0,
       );
       if (costs.every((c) => c === 0)) continue;
-      invoke(store, 'refund', part.keys, part.policies, costs, { of: decision }).catch(
-        (error: unknown) => {
-          if (refundFailures++ < 5) {
-            logger.warn(`Giving back a request that does not count failed: ${String(error)}`);
-          }
-        },
-      );
+      const limits = { keys: part.keys, policies: part.policies, costs };
+      execute(store, { op: 'refund', limits, of: decision }).catch((error: unknown) => {
+        if (refundFailures++ < 5) {
+          logger.warn(`Giving back a request that does not count failed: ${String(error)}`);
+        }
+      });
     }
   });
 }

@@ -7,13 +7,8 @@ import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { PolicyCache } from './policy-cache.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { checkCount, configError, parseDuration } from '../policy/validation.js';
-import {
-  invoke,
-  type OperationExtras,
-  type RateLimitDecision,
-  RateLimitStore,
-  type StoreOperation,
-} from '../stores/store.interface.js';
+import { execute, type StoreCall, type StoreOperation } from '../stores/store-call.js';
+import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
 
 /** Options of one `consume()`, `peek()` or `refund()` call. */
 export interface ConsumeOptions {
@@ -208,11 +203,11 @@ export class RateLimitService {
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     options: ConsumeOptions | undefined,
-    extras?: OperationExtras,
+    extras?: Omit<StoreCall, 'op' | 'limits'>,
   ): Promise<RateLimitDecision> {
     const where = WHERE[op];
-    const { keys, policies, costs } = this.prepare(where, key, policy, options, op !== 'consume');
-    return invoke(this.store, op, keys, policies, costs, extras);
+    const limits = this.prepare(where, key, policy, options, op !== 'consume');
+    return execute(this.store, { ...extras, op, limits });
   }
 
   private prepare(
