@@ -87,7 +87,7 @@ export class BlockCacheStore extends ForwardingStore {
   }
 
   private async consumeCached(call: StoreCall): Promise<RateLimitDecision> {
-    const { keys, policies, costs } = call.limits;
+    const { keys } = call.limits;
     const id = keys.length === 1 ? keys[0] : keys.join('\n');
     const hot = this.hot.get(id);
     if (hot === undefined) return this.ask(id, undefined, call);
@@ -95,7 +95,7 @@ export class BlockCacheStore extends ForwardingStore {
       const now = this.clock();
       const { block } = hot;
       if (block !== undefined) {
-        if (now < block.until && covers(block, policies, costs)) return replay(block, now);
+        if (now < block.until && covers(block, call.limits)) return replay(block, now);
         if (now >= block.until) hot.block = undefined;
       }
       // Forgotten or replaced while this request waited: start over with what is known now.

@@ -1,4 +1,3 @@
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type Limits } from './store-call.js';
 import { type RateLimitDecision } from './store.interface.js';
 
@@ -17,11 +16,8 @@ export interface Block {
  * grown) and the same costs (a smaller request might fit; a larger one is rejected too, but with
  * another wait, which only the store can tell).
  */
-export function covers(
-  block: Block,
-  policies: readonly ResolvedPolicy[],
-  costs: readonly number[],
-): boolean {
+export function covers(block: Block, limits: Limits): boolean {
+  const { policies, costs } = limits;
   for (let i = 0; i < costs.length; i++) {
     const [was, now] = [block.limits.policies[i], policies[i]];
     if (costs[i] !== block.limits.costs[i]) return false;
