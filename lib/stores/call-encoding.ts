@@ -14,8 +14,9 @@ export interface EncodedCall {
    */
   readonly op: Operation;
   /**
-   * What follows the letter: a refund's arrival time (µs of the store's clock; none gives back
-   * the newest request), a reservation's longest wait (µs), the lease id freed or renewed.
+   * What follows the letter: the arrival time (µs of the store's clock) of the request a refund
+   * gives back, when its decision says; a reservation's longest wait (µs); the lease id freed or
+   * renewed.
    */
   readonly at: number | undefined;
   /** Every policy's lock-out for this call, in µs, in place of its own: a block's length. */
