@@ -50,7 +50,8 @@ export {
   RedisStore,
   type RedisStoreOptions,
 } from './stores/redis/redis.store.js';
-export { type RedisClient, StoreNotConnectedError } from './stores/redis/script-client.js';
+export { type RedisClient } from './stores/redis/redis-client.js';
+export { StoreNotConnectedError } from './stores/redis/script-client.js';
 export { StoreLateError } from './stores/redis/answer-deadline.js';
 export {
   type NodeRedisClient,

@@ -12,6 +12,8 @@
 --          wait in place of the retry time); l<id> release the lease id; n<id> renew it (allowed
 --          is 0 when it is gone). A refund, reset, release or renewal answers with what is left
 --          afterwards: allowed, and each policy's remaining quota.
+--          Encoded from a store call in lib/stores/call-encoding.ts, as are a block's lock-out and
+--          costs in argv[3..]; the memory twin, decide.ts, takes the same encoding.
 -- argv[2]  the clock. In production Redis TIME is the one shared clock, and this is the last
 --          moment (µs) the caller still waits for the answer, or empty for none. Tests that
 --          simulate time send `t<now µs>:<ms>`: the time, and the ms added to every TTL so that

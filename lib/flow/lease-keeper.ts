@@ -1,14 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { algorithmOf } from '../algorithms/registry.js';
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { leaseOf } from '../stores/decision.js';
-import { invoke, type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
+import { execute, type Limits } from '../stores/store-call.js';
+import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
 
 /** Concurrency leases one call holds, under one decision. */
 export interface HeldLease {
-  readonly keys: readonly string[];
-  readonly policies: readonly ResolvedPolicy[];
-  readonly costs: readonly number[];
+  readonly limits: Limits;
   readonly decision: RateLimitDecision;
   /** When to renew next (`performance.now()` ms), and how often. */
   renewAt: number;
@@ -47,27 +45,24 @@ export class LeaseKeeper {
    * freed instead.
    */
   hold(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
+    limits: Limits,
     decision: RateLimitDecision,
     unclaimed?: () => boolean,
   ): HeldLease | undefined {
     if (leaseOf(decision) === undefined) return undefined;
     if (this.closed) {
       // Taken by a call that was still waiting when the app shut down: nobody will end it.
-      void invoke(this.store, 'release', keys, policies, costs, { of: decision }).catch(() => {});
+      void execute(this.store, { op: 'release', limits, of: decision }).catch(() => {});
       return undefined;
     }
+    const { policies } = limits;
     let periodMs = Infinity;
     for (const p of policies) {
       if (algorithmOf(p.algorithm).holdsLeases && p.periodMs < periodMs) periodMs = p.periodMs;
     }
     const everyMs = periodMs / RENEWALS_PER_PERIOD;
     const lease: HeldLease = {
-      keys,
-      policies,
-      costs,
+      limits,
       decision,
       renewAt: performance.now() + everyMs,
       everyMs,
@@ -85,15 +80,13 @@ export class LeaseKeeper {
     lease.released = true;
     this.held.delete(lease);
     try {
-      await invoke(this.store, 'release', lease.keys, lease.policies, lease.costs, {
-        of: lease.decision,
-      });
+      await execute(this.store, { op: 'release', limits: lease.limits, of: lease.decision });
     } catch (error) {
       this.warn(
         `Freeing a concurrency lease failed; it frees itself within its period: ${String(error)}`,
       );
     }
-    for (const key of lease.keys) this.wake(key);
+    for (const key of lease.limits.keys) this.wake(key);
   }
 
   /** Calls `listener` once a lease on one of `keys` is freed here; returns how to stop listening. */
@@ -162,14 +155,14 @@ export class LeaseKeeper {
 
   private renew(lease: HeldLease): void {
     if (this.closed) return;
-    invoke(this.store, 'renew', lease.keys, lease.policies, lease.costs, { of: lease.decision })
+    execute(this.store, { op: 'renew', limits: lease.limits, of: lease.decision })
       .then((renewed) => {
         if (renewed.allowed || lease.released) return;
         // Expired (the process stalled for a whole period) or reset: the slot may be someone
         // else's now, so holding on would only hide that.
         this.held.delete(lease);
         this.warn(
-          `A concurrency lease on ${lease.keys.join(', ')} was lost before its holder finished`,
+          `A concurrency lease on ${lease.limits.keys.join(', ')} was lost before its holder finished`,
         );
       })
       .catch((error: unknown) => {

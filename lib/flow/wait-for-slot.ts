@@ -1,7 +1,7 @@
 import { algorithmOf } from '../algorithms/registry.js';
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { leaseOf, leasesFullOf } from '../stores/decision.js';
-import { invoke, type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+import { execute, type Limits } from '../stores/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
 
 /** How long a call may wait for its slot, and how to tell that its caller went away. */
@@ -37,11 +37,10 @@ const LEASE_POLL_JITTER_MS = 25;
 export async function waitForSlot(
   store: RateLimitStore,
   leases: LeaseKeeper,
-  keys: readonly string[],
-  policies: readonly ResolvedPolicy[],
-  costs: readonly number[],
+  limits: Limits,
   wait: SlotWait,
 ): Promise<RateLimitDecision> {
+  const { keys, policies } = limits;
   const started = performance.now();
   const bookable = policies.every((p) => algorithmOf(p.algorithm).bookable);
   let gone = false;
@@ -59,13 +58,13 @@ export async function waitForSlot(
     for (;;) {
       const leftMs = wait.maxWaitMs - (performance.now() - started);
       const decision = bookable
-        ? await invoke(store, 'reserve', keys, policies, costs, { maxWaitMs: Math.max(0, leftMs) })
-        : await store.consume(keys, policies, costs);
+        ? await execute(store, { op: 'reserve', limits, maxWaitMs: Math.max(0, leftMs) })
+        : await execute(store, { op: 'consume', limits });
       if (decision.allowed) {
         const waitMs = decision.waitMs ?? 0;
         if (waitMs > 0 && !gone) await pause(waitMs, (wake) => (interrupt = wake));
         if (gone) {
-          await giveBack(store, keys, policies, costs, decision);
+          await giveBack(store, limits, decision);
           throw wait.abandoned?.();
         }
         return decision;
@@ -90,18 +89,18 @@ export async function waitForSlot(
  */
 async function giveBack(
   store: RateLimitStore,
-  keys: readonly string[],
-  policies: readonly ResolvedPolicy[],
-  costs: readonly number[],
+  limits: Limits,
   decision: RateLimitDecision,
 ): Promise<void> {
+  const { keys, policies, costs } = limits;
   const rateCosts = policies.map((p, i) => (algorithmOf(p.algorithm).holdsLeases ? 0 : costs[i]));
   const undo: Array<Promise<unknown>> = [];
   if (rateCosts.some((c) => c > 0)) {
-    undo.push(invoke(store, 'refund', keys, policies, rateCosts, { of: decision }));
+    const rates = { keys, policies, costs: rateCosts };
+    undo.push(execute(store, { op: 'refund', limits: rates, of: decision }));
   }
   if (leaseOf(decision) !== undefined) {
-    undo.push(invoke(store, 'release', keys, policies, costs, { of: decision }));
+    undo.push(execute(store, { op: 'release', limits, of: decision }));
   }
   await Promise.allSettled(undo);
 }

@@ -9,7 +9,7 @@ import { Reflector } from '@nestjs/core';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { RATE_LIMIT_MEMORY_STORE, RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
-import { type Limits } from '../stores/store-call.js';
+import { execute, type Limits } from '../stores/store-call.js';
 import { RateLimitStore } from '../stores/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { transportFor } from '../transports/index.js';
@@ -72,7 +72,7 @@ export class RateLimitGuard implements CanActivate {
     const limits = await this.limits.of(call);
     const store = this.bounds.storeFor(context, this.store);
     if (plan.features === undefined) {
-      const decision = await store.consume(limits.keys, limits.policies, limits.costs);
+      const decision = await execute(store, { op: 'consume', limits });
       return this.answer.answer(call, limits.policies, decision);
     }
     return this.decideWithFeatures(call, plan.features, limits, store);

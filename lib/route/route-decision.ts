@@ -48,14 +48,7 @@ export async function decideRoute(
     parts.map((part) =>
       part.shadow || features.maxWaitMs === 0
         ? execute(store, { op: 'consume', limits: part })
-        : waitForSlot(
-            store,
-            leases,
-            part.keys,
-            part.policies,
-            part.costs,
-            slotWait(call, features),
-          ),
+        : waitForSlot(store, leases, part, slotWait(call, features)),
     ),
   );
   parts.forEach((part, n) => (part.decision = decided[n]));

@@ -41,9 +41,7 @@ export class Settlement {
     if (features.anyLease) {
       for (const part of parts) {
         if (!part.decision!.allowed) continue;
-        const lease = this.leases.hold(part.keys, part.policies, part.costs, part.decision!, () =>
-          unclaimed(),
-        );
+        const lease = this.leases.hold(part, part.decision!, () => unclaimed());
         if (lease === undefined) continue;
         if (admitted) (held ??= []).push(lease);
         else void this.leases.release(lease);

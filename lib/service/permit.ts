@@ -34,13 +34,14 @@ export async function acquirePermit(
   const maxWaitMs = resolveMaxWait(options?.maxWait, policies, where);
   const signal = options?.signal;
   signal?.throwIfAborted();
-  const decision = await waitForSlot(store, leases, keys, policies, costs, {
+  const limits = { keys, policies, costs };
+  const decision = await waitForSlot(store, leases, limits, {
     maxWaitMs,
     onAbandon: signal && ((listener) => onAbort(signal, listener)),
     abandoned: () => signal?.reason,
   });
   if (!decision.allowed) throw new RateLimitException(rejectionMessage(decision), decision);
-  const lease = leases.hold(keys, policies, costs, decision);
+  const lease = leases.hold(limits, decision);
   const release = lease === undefined ? NO_LEASE : () => leases.release(lease);
   return { ...decision, release };
 }

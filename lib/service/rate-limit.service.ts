@@ -8,12 +8,8 @@ import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { PolicyCache } from './policy-cache.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { checkCount, configError, parseDuration } from '../policy/validation.js';
-import { execute, type Limits, type StoreCall } from '../stores/store-call.js';
-import {
-  type RateLimitDecision,
-  RateLimitStore,
-  type StoreOperation,
-} from '../stores/store.interface.js';
+import { execute, type Limits, type StoreCall, type StoreOperation } from '../stores/store-call.js';
+import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
 
 // Built once: the hot path must not assemble the place name of an error it rarely throws.
 const WHERE: Readonly<Record<StoreOperation, string>> = {
@@ -199,11 +195,11 @@ export class RateLimitService {
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     options: ConsumeOptions | undefined,
-    extras?: Pick<StoreCall, 'durationMs'>,
+    extras?: Omit<StoreCall, 'op' | 'limits'>,
   ): Promise<RateLimitDecision> {
     const where = WHERE[op];
     const limits = this.prepare(where, key, policy, options, op !== 'consume');
-    return execute(this.store, { op, limits, ...extras });
+    return execute(this.store, { ...extras, op, limits });
   }
 
   private prepare(

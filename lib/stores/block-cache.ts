@@ -1,13 +1,9 @@
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type Block, covers, leasesFull, replay, shortestWait } from './block-replay.js';
 import { monotonicClock } from './clock.js';
 import { preciseWaitOf } from './decision.js';
-import {
-  type Clock,
-  invoke,
-  type RateLimitDecision,
-  type RateLimitStore,
-} from './store.interface.js';
+import { ForwardingStore } from './forwarding-store.js';
+import { execute, type StoreCall } from './store-call.js';
+import { type Clock, type RateLimitDecision, type RateLimitStore } from './store.interface.js';
 
 /** What this instance knows of a key the store has rejected. */
 interface HotKey {
@@ -21,11 +17,7 @@ interface HotKey {
 }
 
 /** Answers a request without the store, as the store-error policy says. */
-export type FailureAnswer = (
-  keys: readonly string[],
-  policies: readonly ResolvedPolicy[],
-  costs: readonly number[],
-) => Promise<RateLimitDecision>;
+export type FailureAnswer = (call: StoreCall) => Promise<RateLimitDecision>;
 
 export interface BlockCacheOptions {
   clock?: Clock;
@@ -59,44 +51,29 @@ export const MAX_LOCAL_BLOCK_MS = 1000;
  * block; if the request passed, `remaining + 1` more may go (any beyond that would be rejected).
  * Keys that were never rejected are never held back.
  */
-export class BlockCacheStore implements RateLimitStore {
+export class BlockCacheStore extends ForwardingStore {
   private readonly hot = new Map<string, HotKey>();
   private readonly clock: Clock;
   private readonly maxSize: number;
   private readonly onStoreFailure: FailureAnswer | undefined;
 
-  constructor(
-    readonly inner: RateLimitStore,
-    options: BlockCacheOptions = {},
-  ) {
+  constructor(inner: RateLimitStore, options: BlockCacheOptions = {}) {
+    super(inner);
     this.clock = options.clock ?? monotonicClock;
     this.maxSize = options.maxSize ?? DEFAULT_BLOCK_CACHE_SIZE;
     this.onStoreFailure = options.onStoreFailure;
   }
 
-  async consume(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    const id = keys.length === 1 ? keys[0] : keys.join('\n');
-    const hot = this.hot.get(id);
-    if (hot === undefined) return this.ask(id, undefined, keys, policies, costs);
-    for (;;) {
-      const now = this.clock();
-      const { block } = hot;
-      if (block !== undefined) {
-        if (now < block.until && covers(block, policies, costs)) return replay(block, now);
-        if (now >= block.until) hot.block = undefined;
-      }
-      // Forgotten or replaced while this request waited: start over with what is known now.
-      if (this.hot.get(id) !== hot) return this.consume(keys, policies, costs);
-      if (hot.inFlight < hot.permits) return this.ask(id, hot, keys, policies, costs);
-      const storeFailed = await new Promise<boolean>((resolve) => hot.waiters.push(resolve));
-      if (storeFailed && this.onStoreFailure !== undefined) {
-        return this.onStoreFailure(keys, policies, costs);
-      }
-    }
+  /**
+   * Answers a consume from a local block when one covers it. A refund, reset or release forgets
+   * any local block of the keys at once; every other call, a reservation included, goes to the
+   * store as it is (a block placed there is learnt from the store, once per request).
+   */
+  override execute(call: StoreCall): Promise<RateLimitDecision> {
+    const { op } = call;
+    if (op === 'consume') return this.consumeCached(call);
+    if (op === 'refund' || op === 'reset' || op === 'release') this.unblock(call.limits.keys);
+    return super.execute(call);
   }
 
   /** Keys currently tracked, expired blocks not yet dropped included. */
@@ -104,77 +81,29 @@ export class BlockCacheStore implements RateLimitStore {
     return this.hot.size;
   }
 
-  peek(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return invoke(this.inner, 'peek', keys, policies, costs);
-  }
-
-  /** Gives quota back in the store, and forgets any local block of the key at once. */
-  refund(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of?: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    this.unblock(keys);
-    return invoke(this.inner, 'refund', keys, policies, costs, { of });
-  }
-
-  /** Forgets the keys in the store and any local block of them at once. */
-  reset(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    this.unblock(keys);
-    return invoke(this.inner, 'reset', keys, policies, costs);
-  }
-
-  /** Books ahead in the store; a reservation is never answered from a local block. */
-  reserve(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    maxWaitMs: number,
-  ): Promise<RateLimitDecision> {
-    return invoke(this.inner, 'reserve', keys, policies, costs, { maxWaitMs });
-  }
-
-  /** Frees leases in the store, and forgets any local block of the keys at once. */
-  release(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    this.unblock(keys);
-    return invoke(this.inner, 'release', keys, policies, costs, { of });
-  }
-
-  renew(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return invoke(this.inner, 'renew', keys, policies, costs, { of });
-  }
-
-  /** Locks the keys out in the store; requests then learn of it from the store, once each. */
-  block(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    durationMs: number,
-  ): Promise<RateLimitDecision> {
-    return invoke(this.inner, 'block', keys, policies, [], { durationMs });
-  }
-
-  close(): Promise<void> {
+  override close(): Promise<void> {
     this.hot.clear();
-    return this.inner.close?.() ?? Promise.resolve();
+    return super.close();
+  }
+
+  private async consumeCached(call: StoreCall): Promise<RateLimitDecision> {
+    const { keys } = call.limits;
+    const id = keys.length === 1 ? keys[0] : keys.join('\n');
+    const hot = this.hot.get(id);
+    if (hot === undefined) return this.ask(id, undefined, call);
+    for (;;) {
+      const now = this.clock();
+      const { block } = hot;
+      if (block !== undefined) {
+        if (now < block.until && covers(block, call.limits)) return replay(block, now);
+        if (now >= block.until) hot.block = undefined;
+      }
+      // Forgotten or replaced while this request waited: start over with what is known now.
+      if (this.hot.get(id) !== hot) return this.consumeCached(call);
+      if (hot.inFlight < hot.permits) return this.ask(id, hot, call);
+      const storeFailed = await new Promise<boolean>((resolve) => hot.waiters.push(resolve));
+      if (storeFailed && this.onStoreFailure !== undefined) return this.onStoreFailure(call);
+    }
   }
 
   /**
@@ -192,15 +121,13 @@ export class BlockCacheStore implements RateLimitStore {
   private async ask(
     id: string,
     hot: HotKey | undefined,
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
+    call: StoreCall,
   ): Promise<RateLimitDecision> {
     const sentAt = this.clock();
     if (hot !== undefined) hot.inFlight++;
     let decision: RateLimitDecision;
     try {
-      decision = await this.inner.consume(keys, policies, costs);
+      decision = await execute(this.inner, call);
     } catch (error) {
       if (hot !== undefined) this.forget(id, hot, true);
       throw error;
@@ -213,7 +140,7 @@ export class BlockCacheStore implements RateLimitStore {
     } else if (decision.allowed) {
       if (hot !== undefined) this.passed(id, hot, decision.remaining);
     } else {
-      this.rejected(id, hot, { until: 0, policies, costs, decision, decidedAt: sentAt });
+      this.rejected(id, hot, { until: 0, limits: call.limits, decision, decidedAt: sentAt });
     }
     return decision;
   }

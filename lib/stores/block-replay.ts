@@ -1,13 +1,13 @@
 import { algorithmOf } from '../algorithms/registry.js';
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { type Limits } from './store-call.js';
 import { type RateLimitDecision } from './store.interface.js';
 
 /** A rejection the block cache answers locally until `until`. */
 export interface Block {
   /** Local time (ms) until which the same request is certainly rejected. */
   until: number;
-  policies: readonly ResolvedPolicy[];
-  costs: readonly number[];
+  /** The limits of the rejected request; its keys are the block's. */
+  limits: Limits;
   decision: RateLimitDecision;
   decidedAt: number;
 }
@@ -17,14 +17,11 @@ export interface Block {
  * grown) and the same costs (a smaller request might fit; a larger one is rejected too, but with
  * another wait, which only the store can tell).
  */
-export function covers(
-  block: Block,
-  policies: readonly ResolvedPolicy[],
-  costs: readonly number[],
-): boolean {
+export function covers(block: Block, limits: Limits): boolean {
+  const { policies, costs } = limits;
   for (let i = 0; i < costs.length; i++) {
-    const [was, now] = [block.policies[i], policies[i]];
-    if (costs[i] !== block.costs[i]) return false;
+    const [was, now] = [block.limits.policies[i], policies[i]];
+    if (costs[i] !== block.limits.costs[i]) return false;
     if (was === now) continue;
     if (
       was.algorithm !== now.algorithm ||

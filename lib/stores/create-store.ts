@@ -8,7 +8,7 @@ import { BlockCacheStore } from './block-cache.js';
 import { type BootstrapLogger, warnIfEvicting } from './eviction-warning.js';
 import { MemoryStore } from './memory/memory.store.js';
 import { RedisStore } from './redis/redis.store.js';
-import { type RedisClient, scriptClientFor } from './redis/script-client.js';
+import { type RedisClient, scriptClientFor } from './redis/redis-client.js';
 import { ResilientStore } from './resilient.store.js';
 import { type RateLimitStore } from './store.interface.js';
 
@@ -73,7 +73,7 @@ export function createStore(
     if (!options.blockCache) return guarded;
     return new BlockCacheStore(guarded, {
       clock,
-      onStoreFailure: (keys, policies, costs) => guarded.degrade(keys, policies, costs),
+      onStoreFailure: (call) => guarded.degrade(call),
     });
   };
 

@@ -1,12 +1,11 @@
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { degradedDecision } from './decision.js';
+import { OperationStore } from './operation-store.js';
+import { execute, type StoreCall } from './store-call.js';
 import {
-  invoke,
-  type OperationExtras,
   type RateLimitDecision,
   type RateLimitStore,
   type StoreErrorPolicy,
-  type StoreOperation,
 } from './store.interface.js';
 
 /** A request turned away while nothing can decide it tells the client to come back after this long. */
@@ -15,74 +14,31 @@ export const DENY_RETRY_MS = 1000;
 /**
  * A store that answers every call as one `onStoreError` value says, without the primary store:
  * `'memory'` asks the instance's memory store and marks its decisions, `'allow'` and `'deny'`
- * answer at once and record nothing. Giving back or freeing what such an answer took goes to
- * the memory store under `'memory'`, and is nothing to do otherwise.
+ * answer at once and record nothing. Giving back, freeing or renewing what such an answer took
+ * goes to the memory store under `'memory'`, and is nothing to do otherwise.
  */
-export class DegradedStore implements RateLimitStore {
+export class DegradedStore extends OperationStore {
   constructor(
     readonly answer: StoreErrorPolicy,
     private readonly memory: RateLimitStore,
-  ) {}
-
-  consume(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.call('consume', keys, policies, costs);
+  ) {
+    super();
   }
 
-  reserve(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    maxWaitMs: number,
-  ): Promise<RateLimitDecision> {
-    return this.call('reserve', keys, policies, costs, { maxWaitMs });
+  execute(call: StoreCall): Promise<RateLimitDecision> {
+    const { op, of } = call;
+    if (op !== 'refund' && op !== 'release' && op !== 'renew') return this.decide(call);
+    if (of?.degraded === 'memory') return execute(this.memory, call);
+    // `'allow'` and `'deny'` counted nothing and took no lease.
+    return Promise.resolve(of ?? fixedAnswer(call.limits.policies, 'allow'));
   }
 
-  refund(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of?: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return this.undo('refund', keys, policies, costs, of);
-  }
-
-  release(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return this.undo('release', keys, policies, costs, of);
-  }
-
-  private async call(
-    op: StoreOperation,
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    extras?: OperationExtras,
-  ): Promise<RateLimitDecision> {
+  private async decide(call: StoreCall): Promise<RateLimitDecision> {
     if (this.answer === 'memory') {
-      const decided = await invoke(this.memory, op, keys, policies, costs, extras);
+      const decided = await execute(this.memory, call);
       return degradedDecision(decided, 'memory');
     }
-    return fixedAnswer(policies, this.answer);
-  }
-
-  private undo(
-    op: 'refund' | 'release',
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision | undefined,
-  ): Promise<RateLimitDecision> {
-    if (of?.degraded === 'memory') return invoke(this.memory, op, keys, policies, costs, { of });
-    // `'allow'` and `'deny'` counted nothing and took no lease.
-    return Promise.resolve(of ?? fixedAnswer(policies, 'allow'));
+    return fixedAnswer(call.limits.policies, this.answer);
   }
 }
 

@@ -1,6 +1,6 @@
 import { algorithmOf } from '../algorithms/registry.js';
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { leaseOf } from './decision.js';
+import { execute, type Limits, supports } from './store-call.js';
 import { type RateLimitDecision, type RateLimitStore } from './store.interface.js';
 
 const ignore = () => {};
@@ -15,23 +15,24 @@ const ignore = () => {};
  */
 export function giveBackLate(
   primary: RateLimitStore,
-  keys: readonly string[],
-  policies: readonly ResolvedPolicy[],
-  costs: readonly number[],
+  limits: Limits,
   late: RateLimitDecision,
 ): void {
   if (!late.allowed || late.degraded !== undefined) return;
+  const { keys, policies, costs } = limits;
   try {
     let refunded = costs;
-    if (leaseOf(late) !== undefined && typeof primary.release === 'function') {
-      primary.release(keys, policies, costs, late).catch(ignore);
+    if (leaseOf(late) !== undefined && supports(primary, 'release')) {
+      execute(primary, { op: 'release', limits, of: late }).catch(ignore);
       // A refund frees leases too, but not exactly this one: the release does that.
       refunded = costs.map((cost, i) =>
         algorithmOf(policies[i].algorithm).holdsLeases ? 0 : cost,
       );
       if (refunded.every((cost) => cost === 0)) return;
     }
-    primary.refund?.(keys, policies, refunded, late).catch(ignore);
+    if (!supports(primary, 'refund')) return;
+    const given = refunded === costs ? limits : { keys, policies, costs: refunded };
+    execute(primary, { op: 'refund', limits: given, of: late }).catch(ignore);
   } catch {
     // A custom store that throws instead of rejecting: the same as a give-back that failed.
   }

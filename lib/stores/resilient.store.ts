@@ -1,18 +1,16 @@
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { degradedDecision } from './decision.js';
 import { Deadlines } from './deadlines.js';
 import { DENY_RETRY_MS, fixedAnswer } from './degraded.store.js';
+import { ForwardingStore } from './forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
 import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
+import { execute, type StoreCall, supports } from './store-call.js';
 import {
   type RateLimitDecision,
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
-  type StoreOperation,
-  invoke,
-  type OperationExtras,
 } from './store.interface.js';
 
 export type { OutageLogger } from './node-health.js';
@@ -37,154 +35,68 @@ export interface ResilientStoreOptions {
  * shared limiting resumes. Failures are judged per server (each master of a Redis Cluster, as
  * the primary's `nodeOf` tells): one that fails sends only its own keys to the fallback.
  */
-export class ResilientStore implements RateLimitStore {
+export class ResilientStore extends ForwardingStore {
   private readonly deadlines: Deadlines;
   private readonly health: NodeHealthMap;
   /** Numbers decisions in the order they are sent, to tell which a server answered last. */
   private sent = 0;
 
   constructor(
-    readonly primary: RateLimitStore,
+    primary: RateLimitStore,
     private readonly options: ResilientStoreOptions,
   ) {
+    super(primary);
     this.deadlines = new Deadlines(options.timeoutMs);
     const policy = typeof options.onStoreError === 'function' ? 'memory' : options.onStoreError;
     this.health = new NodeHealthMap(policy, options.logger);
   }
 
-  consume(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.call('consume', keys, policies, costs);
-  }
-
-  peek(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.call('peek', keys, policies, costs);
+  /** The store guarded: Redis, or a custom store. */
+  get primary(): RateLimitStore {
+    return this.inner;
   }
 
   /**
-   * Gives back to the primary store, or to the store that counted the request: a request the
-   * memory fallback answered is given back there, and one that `'allow'` or `'deny'` answered
-   * was never counted.
+   * Asks the primary store, within the timeout and behind the breaker. A refund, release or
+   * renewal goes where the request was counted: to the fallback for a request it answered, and
+   * nowhere for one that `'allow'` or `'deny'` answered, since nothing counted it.
    */
-  refund(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of?: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    if (of?.degraded === 'memory') {
-      return invoke(this.options.fallback, 'refund', keys, policies, costs, { of });
-    }
+  override execute(call: StoreCall): Promise<RateLimitDecision> {
+    const { op, of } = call;
+    if (op !== 'refund' && op !== 'release' && op !== 'renew') return this.guarded(call);
+    if (of?.degraded === 'memory') return execute(this.options.fallback, call);
     if (of?.degraded !== undefined) return Promise.resolve(of);
-    return this.call('refund', keys, policies, costs, { of });
-  }
-
-  reset(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.call('reset', keys, policies, costs);
-  }
-
-  reserve(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    maxWaitMs: number,
-  ): Promise<RateLimitDecision> {
-    return this.call('reserve', keys, policies, costs, { maxWaitMs });
-  }
-
-  /** Frees leases where they were taken: in the fallback for a lease it handed out. */
-  release(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return this.onLease('release', keys, policies, costs, of);
-  }
-
-  renew(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return this.onLease('renew', keys, policies, costs, of);
-  }
-
-  private onLease(
-    op: 'release' | 'renew',
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    if (of.degraded === 'memory') {
-      return invoke(this.options.fallback, op, keys, policies, costs, { of });
-    }
-    // `'allow'` and `'deny'` took no lease.
-    if (of.degraded !== undefined) return Promise.resolve(of);
+    if (op === 'refund') return this.guarded(call);
     // The lease is in the primary store and nowhere else: a failure is reported, not answered by
     // the fallback, which knows nothing of it (the holder retries, or the lease expires).
-    return this.deadlines.race(invoke(this.primary, op, keys, policies, costs, { of }));
+    return this.deadlines.race(execute(this.inner, call));
   }
 
-  block(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    durationMs: number,
-  ): Promise<RateLimitDecision> {
-    return this.call('block', keys, policies, [], { durationMs });
-  }
-
-  private async call(
-    op: StoreOperation,
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    extras?: OperationExtras,
-  ): Promise<RateLimitDecision> {
+  /** Asks the primary store within the timeout, and answers by `onStoreError` when it fails. */
+  private async guarded(call: StoreCall): Promise<RateLimitDecision> {
+    const primary = this.inner;
     // A store that lacks the method is a mistake to report, not an outage to fall back from.
-    if (op !== 'consume' && typeof this.primary[op] !== 'function') {
-      return invoke(this.primary, op, keys, policies, costs, extras);
-    }
+    if (!supports(primary, call.op)) return execute(primary, call);
     const now = performance.now();
-    const node = this.healthOf(keys, now);
-    if (!node.breaker.allow(now)) {
-      return this.answer(node, keys, policies, costs, op, extras);
-    }
+    const node = this.healthOf(call.limits.keys, now);
+    if (!node.breaker.allow(now)) return this.answer(node, call);
     const sent = ++this.sent;
     let decision: RateLimitDecision;
     try {
-      let pending = invoke(this.primary, op, keys, policies, costs, extras);
+      let pending = execute(primary, call);
       // Only a cluster node can answer that a slot is moving.
       if (node.name !== '') {
         const deadline = now + this.options.timeoutMs;
         pending = pending.catch((error: unknown) =>
-          retryWhileSlotMoves(error, deadline, () =>
-            invoke(this.primary, op, keys, policies, costs, extras),
-          ),
+          retryWhileSlotMoves(error, deadline, () => execute(primary, call)),
         );
       }
-      decision = await this.deadlines.race(
-        pending,
-        this.lateReplyHandler(op, keys, policies, costs),
-      );
+      decision = await this.deadlines.race(pending, this.lateReplyHandler(call));
     } catch (error) {
       const failedAt = performance.now();
       node.policy = this.choosePolicy(error, node);
       this.health.failed(node, sent, failedAt, error, isMovingSlot(error));
-      return this.answer(node, keys, policies, costs, op, extras);
+      return this.answer(node, call);
     }
     this.health.succeeded(node, sent, performance.now());
     return decision;
@@ -194,22 +106,17 @@ export class ResilientStore implements RateLimitStore {
    * What to do with a reply that comes after the timeout: a consume or reserve it recorded is
    * given back, since the fallback answered (and counted) that request instead.
    */
-  private lateReplyHandler(
-    op: StoreOperation,
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): ((late: RateLimitDecision) => void) | undefined {
-    if (op !== 'consume' && op !== 'reserve') return undefined;
-    return (late) => giveBackLate(this.primary, keys, policies, costs, late);
+  private lateReplyHandler(call: StoreCall): ((late: RateLimitDecision) => void) | undefined {
+    if (call.op !== 'consume' && call.op !== 'reserve') return undefined;
+    return (late) => giveBackLate(this.inner, call.limits, late);
   }
 
   /** The health of the server that decides on `keys`. */
   private healthOf(keys: readonly string[], now: number): NodeHealth {
     let name = '';
-    if (this.primary.nodeOf !== undefined) {
+    if (this.inner.nodeOf !== undefined) {
       try {
-        name = this.primary.nodeOf(keys);
+        name = this.inner.nodeOf(keys);
       } catch {
         // A store that cannot tell is judged as one server.
       }
@@ -222,10 +129,10 @@ export class ResilientStore implements RateLimitStore {
     return this.health.degraded;
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.deadlines.close();
     await this.options.fallback.close?.();
-    if (this.options.ownsPrimary) await this.primary.close?.();
+    if (this.options.ownsPrimary) await this.inner.close?.();
   }
 
   /**
@@ -233,35 +140,21 @@ export class ResilientStore implements RateLimitStore {
    * `'memory'`, the fallback does what was asked of the primary (a refund gives back what the
    * fallback counted meanwhile).
    */
-  degrade(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    op: StoreOperation = 'consume',
-    extras?: OperationExtras,
-  ): Promise<RateLimitDecision> {
-    const node = this.healthOf(keys, performance.now());
-    return this.answer(node, keys, policies, costs, op, extras);
+  degrade(call: StoreCall): Promise<RateLimitDecision> {
+    const node = this.healthOf(call.limits.keys, performance.now());
+    return this.answer(node, call);
   }
 
-  private async answer(
-    node: NodeHealth,
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    op: StoreOperation,
-    extras?: OperationExtras,
-  ): Promise<RateLimitDecision> {
+  private async answer(node: NodeHealth, call: StoreCall): Promise<RateLimitDecision> {
     node.fallbackAnswers++;
     const policy = node.policy;
     if (policy === 'memory') {
-      const { fallback } = this.options;
-      const decided = await invoke(fallback, op, keys, policies, costs, extras);
+      const decided = await execute(this.options.fallback, call);
       return degradedDecision(decided, policy);
     }
     // Under 'deny', no sooner than the breaker lets a call through to the store again.
     const retryMs = Math.max(DENY_RETRY_MS, node.breaker.waitMs(performance.now()));
-    return fixedAnswer(policies, policy, retryMs);
+    return fixedAnswer(call.limits.policies, policy, retryMs);
   }
 
   /** Asks the handler, if any; a handler that throws or answers nonsense gets `'memory'`. */

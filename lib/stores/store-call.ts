@@ -1,10 +1,9 @@
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import {
-  invoke,
-  type RateLimitDecision,
-  type RateLimitStore,
-  type StoreOperation,
-} from './store.interface.js';
+import { type RateLimitDecision, type RateLimitStore } from './store.interface.js';
+
+/** What a store call does to the keys: the methods of {@link RateLimitStore} that decide. */
+export type StoreOperation =
+  'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'reserve' | 'release' | 'renew';
 
 /** The policies one store call decides: each with its key and its cost, at the same index. */
 export interface Limits {
@@ -25,8 +24,57 @@ export interface StoreCall {
   readonly maxWaitMs?: number;
 }
 
-/** Runs `call` on `store`; a store without the optional method rejects with an error naming it. */
+/**
+ * Marks the stores that take a {@link StoreCall} whole, through their `execute` method: the
+ * module's own, built on `OperationStore`. A symbol, so that a custom store's own `execute`, if it
+ * has one, is never taken for that.
+ */
+export const TAKES_CALLS: unique symbol = Symbol('nest-rate-limit.takesCalls');
+
+/** A store that takes calls whole; see {@link TAKES_CALLS}. */
+export interface CallTakingStore extends RateLimitStore {
+  readonly [TAKES_CALLS]: true;
+  execute(call: StoreCall): Promise<RateLimitDecision>;
+}
+
+/**
+ * Runs `call` on `store`: through its `execute` when it takes calls whole, else through the
+ * public method of the operation (a custom store). A store without that optional method rejects
+ * with an error that names it.
+ */
 export function execute(store: RateLimitStore, call: StoreCall): Promise<RateLimitDecision> {
+  if ((store as Partial<CallTakingStore>)[TAKES_CALLS] === true) {
+    return (store as CallTakingStore).execute(call);
+  }
   const { keys, policies, costs } = call.limits;
-  return invoke(store, call.op, keys, policies, costs, call);
+  if (call.op === 'consume') return store.consume(keys, policies, costs);
+  if (typeof store[call.op] !== 'function') {
+    const name = store.constructor?.name ?? 'store';
+    return Promise.reject(new TypeError(`The rate-limit store ${name} has no ${call.op}() method`));
+  }
+  switch (call.op) {
+    case 'block':
+      return store.block!(keys, policies, call.durationMs ?? 0);
+    case 'refund':
+      return store.refund!(keys, policies, costs, call.of);
+    case 'reserve':
+      return store.reserve!(keys, policies, costs, call.maxWaitMs ?? 0);
+    case 'release':
+    case 'renew':
+      return store[call.op]!(keys, policies, costs, call.of!);
+    default:
+      return store[call.op]!(keys, policies, costs);
+  }
+}
+
+/**
+ * Whether `store` can do `op`: every store consumes, the module's own stores do everything, and
+ * a custom store does what it has a method for.
+ */
+export function supports(store: RateLimitStore, op: StoreOperation): boolean {
+  return (
+    op === 'consume' ||
+    (store as Partial<CallTakingStore>)[TAKES_CALLS] === true ||
+    typeof store[op] === 'function'
+  );
 }

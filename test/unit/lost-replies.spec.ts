@@ -14,7 +14,7 @@ import {
   lostInFlight,
   ReconnectWaiters,
 } from '../../lib/stores/redis/lost-replies.js';
-import { scriptClientFor } from '../../lib/stores/redis/script-client.js';
+import { scriptClientFor } from '../../lib/stores/redis/redis-client.js';
 import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
 
 const waitersOf = (client: RedisClient) => new ReconnectWaiters(scriptClientFor(client)!);

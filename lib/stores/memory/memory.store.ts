@@ -1,14 +1,11 @@
-import {
-  decide,
-  type KeyValues,
-  type Operation,
-  type PolicyArgs,
-} from '../../algorithms/decide.js';
-import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
+import { decide, type KeyValues, type PolicyArgs } from '../../algorithms/decide.js';
 import { configError } from '../../policy/validation.js';
+import { encodeCall, type EncodedCall } from '../call-encoding.js';
 import { monotonicClock, toMicros } from '../clock.js';
-import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
-import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
+import { decisionFromReply } from '../decision.js';
+import { OperationStore } from '../operation-store.js';
+import { type Limits, type StoreCall } from '../store-call.js';
+import { type Clock, type RateLimitDecision } from '../store.interface.js';
 import { defaultMemoryBudget, entryBytes, MAP_MAX_KEYS } from './memory-size.js';
 
 export interface MemoryStoreOptions {
@@ -49,7 +46,7 @@ const SWEEP_PER_KEY = 3;
  * RateLimitModule.forRoot({ store: new MemoryStore({ maxBytes: 256 * 1024 * 1024 }) });
  * ```
  */
-export class MemoryStore implements RateLimitStore {
+export class MemoryStore extends OperationStore {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;
   private readonly maxBytes: number;
@@ -62,104 +59,25 @@ export class MemoryStore implements RateLimitStore {
   private now = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
+    super();
     this.clock = options.clock ?? monotonicClock;
     this.maxBytes = checkLimit('maxBytes', options.maxBytes) ?? defaultMemoryBudget();
     this.maxKeys = Math.min(checkLimit('maxKeys', options.maxKeys) ?? MAP_MAX_KEYS, MAP_MAX_KEYS);
   }
 
-  consume(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.decide('c', keys, policies, costs);
+  /** Decides `call` here, as `decide.lua` would in Redis. */
+  execute(call: StoreCall): Promise<RateLimitDecision> {
+    const encoded = encodeCall(call);
+    // A release or renewal of a decision that took no lease: nothing to do.
+    if (encoded === undefined) return Promise.resolve(call.of!);
+    return this.decide(call.limits, encoded);
   }
 
-  peek(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.decide('p', keys, policies, costs);
-  }
-
-  refund(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of?: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    const atUs = of === undefined ? undefined : arrivalOf(of);
-    return this.decide('r', keys, policies, costs, undefined, atUs);
-  }
-
-  reset(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.decide('x', keys, policies, costs);
-  }
-
-  block(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    durationMs: number,
-  ): Promise<RateLimitDecision> {
-    const costs = policies.map(() => 1);
-    return this.decide('b', keys, policies, costs, durationMs * 1000);
-  }
-
-  reserve(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    maxWaitMs: number,
-  ): Promise<RateLimitDecision> {
-    const aheadUs = Math.max(0, Math.floor(maxWaitMs * 1000));
-    return this.decide('w', keys, policies, costs, undefined, aheadUs);
-  }
-
-  release(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return this.onLease('l', keys, policies, costs, of);
-  }
-
-  renew(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return this.onLease('n', keys, policies, costs, of);
-  }
-
-  /** A release or renewal; a decision that took no lease has nothing to do either to. */
-  private onLease(
-    op: 'l' | 'n',
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    const lease = leaseOf(of);
-    if (lease === undefined) return Promise.resolve(of);
-    return this.decide(op, keys, policies, costs, undefined, lease);
-  }
-
-  /** `at`: what follows the operation's letter in Lua (see `decide`). */
-  private decide(
-    op: Operation,
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    blockUs?: number,
-    at?: number,
-  ): Promise<RateLimitDecision> {
+  /** Runs the twin of `decide.lua` over the entries held here. */
+  private decide(limits: Limits, encoded: EncodedCall): Promise<RateLimitDecision> {
+    const { keys, policies } = limits;
+    const costs = encoded.costs ?? limits.costs;
+    const { op, at, blockUs } = encoded;
     const now = toMicros(this.clock());
     const args: PolicyArgs[] = new Array(policies.length);
     for (let i = 0; i < args.length; i++) {

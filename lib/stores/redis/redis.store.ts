@@ -1,13 +1,12 @@
 import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
+import { encodeCall, type EncodedCall, opArg } from '../call-encoding.js';
 import { toMicros } from '../clock.js';
-import { arrivalOf, decisionFromReply, leaseOf } from '../decision.js';
-import { type Clock, type RateLimitDecision, type RateLimitStore } from '../store.interface.js';
-import {
-  type RedisClient,
-  type ScriptClient,
-  scriptClientFor,
-  StoreNotConnectedError,
-} from './script-client.js';
+import { decisionFromReply } from '../decision.js';
+import { OperationStore } from '../operation-store.js';
+import { type Limits, type StoreCall } from '../store-call.js';
+import { type Clock, type RateLimitDecision } from '../store.interface.js';
+import { type RedisClient, scriptClientFor } from './redis-client.js';
+import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
@@ -57,15 +56,16 @@ export interface MemoryPolicy {
 // vanish while the simulated time says it still matters.
 const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
 
+// A peek over no keys: it records nothing, and answers with Redis's time.
+const WARM_UP_OP = opArg(
+  encodeCall({ op: 'peek', limits: { keys: [], policies: [], costs: [] } })!,
+);
+
 // A decision whose reply was lost is sent again at most this many times.
 const MAX_RESENDS = 2;
 // With no deadline, Redis keeps a decision's id for 5 s (see decide.lua): a copy sent later
 // could apply again, so resending stops well before.
 const RESEND_WITHOUT_DEADLINE_MS = 4000;
-
-// The operations that apply something, and so carry an id: consume, reserve, refund, block,
-// reset. A peek applies nothing; a release or renewal applied twice leaves what once does.
-const APPLIES: Readonly<Record<string, boolean>> = { c: true, w: true, r: true, b: true, x: true };
 
 /**
  * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
@@ -82,7 +82,7 @@ const APPLIES: Readonly<Record<string, boolean>> = { c: true, w: true, r: true, 
  * RateLimitModule.forRoot({ store: new RedisStore({ client: await createClient().connect() }) });
  * ```
  */
-export class RedisStore implements RateLimitStore {
+export class RedisStore extends OperationStore {
   readonly client: RedisClient;
   private readonly scripts: ScriptClient;
   private readonly runner: DecisionRunner;
@@ -92,6 +92,7 @@ export class RedisStore implements RateLimitStore {
   private readonly reconnected: ReconnectWaiters;
 
   constructor(options: RedisStoreOptions) {
+    super();
     const scripts = scriptClientFor(options?.client);
     if (scripts === undefined) {
       throw new TypeError(
@@ -150,7 +151,7 @@ export class RedisStore implements RateLimitStore {
       : Object.values(DECISION_SCRIPTS);
     await Promise.all(
       scripts.map((script) =>
-        this.runner.run(script, [], ['p', '']).then(
+        this.runner.run(script, [], [WARM_UP_OP, '']).then(
           (reply) => this.deadline?.observe((reply as number[])[1]),
           // The first decision's reply teaches the same.
           () => {},
@@ -195,113 +196,27 @@ export class RedisStore implements RateLimitStore {
     return this.scripts.neverOpened();
   }
 
-  consume(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.decide('c', keys, policies, costs);
+  /** Decides `call` in Redis: one atomic script call over all of its policies. */
+  execute(call: StoreCall): Promise<RateLimitDecision> {
+    const encoded = encodeCall(call);
+    // A release or renewal of a decision that took no lease: nothing to do.
+    if (encoded === undefined) return Promise.resolve(call.of!);
+    return this.decide(call.limits, encoded);
   }
 
-  peek(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.decide('p', keys, policies, costs);
-  }
-
-  refund(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of?: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    const atUs = of === undefined ? undefined : arrivalOf(of);
-    return this.decide(atUs === undefined ? 'r' : `r${atUs}`, keys, policies, costs);
-  }
-
-  reset(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<RateLimitDecision> {
-    return this.decide('x', keys, policies, costs);
-  }
-
-  block(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    durationMs: number,
-  ): Promise<RateLimitDecision> {
-    return this.decide(
-      'b',
-      keys,
-      policies,
-      policies.map(() => 1),
-      durationMs * 1000,
-    );
-  }
-
-  reserve(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    maxWaitMs: number,
-  ): Promise<RateLimitDecision> {
-    return this.decide(`w${Math.max(0, Math.floor(maxWaitMs * 1000))}`, keys, policies, costs);
-  }
-
-  release(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return this.onLease('l', keys, policies, costs, of);
-  }
-
-  renew(
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    return this.onLease('n', keys, policies, costs, of);
-  }
-
-  /** A release or renewal; a decision that took no lease has nothing to do either to. */
-  private onLease(
-    op: 'l' | 'n',
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    of: RateLimitDecision,
-  ): Promise<RateLimitDecision> {
-    const lease = leaseOf(of);
-    if (lease === undefined) return Promise.resolve(of);
-    return this.decide(`${op}${lease}`, keys, policies, costs);
-  }
-
-  /**
-   * Runs the decision; `op` is its first argument (see `decide.lua`). `blockUs` stands in for
-   * every policy's lock-out when set.
-   */
-  private async decide(
-    op: 'c' | 'p' | 'r' | 'x' | 'b' | `${'r' | 'w' | 'l' | 'n'}${number}`,
-    keys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    blockUs?: number,
-  ): Promise<RateLimitDecision> {
+  /** Runs the decision: `op` and its `at` are its first argument (see `decide.lua`). */
+  private async decide(limits: Limits, encoded: EncodedCall): Promise<RateLimitDecision> {
     if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
+    const { keys, policies } = limits;
+    const costs = encoded.costs ?? limits.costs;
+    const op = opArg(encoded);
     const n = keys.length;
     const args = new Array<string>(2 + n);
     args[0] = op;
     args[1] = this.clockArg();
-    for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], blockUs);
+    for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs);
     // One more key than policies: the decision's id key, so that no copy of it applies again.
-    const sent = APPLIES[op[0]] && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
+    const sent = encoded.applies && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
     const script = scriptFor(policies);
     const sentAt = performance.now();
     let reply: number[];

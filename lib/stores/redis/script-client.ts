@@ -1,10 +1,4 @@
-import { type Cluster, type Redis } from 'ioredis';
-import { ioredisScripts } from './ioredis.client.js';
-import { type NodeRedisClient, nodeRedisScripts } from './node-redis.client.js';
 import { type DecisionScript } from './scripts.js';
-
-/** A client the Redis store can run its scripts on: ioredis (`Redis`, `Cluster`) or node-redis. */
-export type RedisClient = Redis | Cluster | NodeRedisClient;
 
 /** Script arguments as the store builds them. */
 export type ScriptArgs = readonly string[];
@@ -12,7 +6,7 @@ export type ScriptArgs = readonly string[];
 /**
  * What the Redis store needs from a client, the same for both libraries: run a script by its SHA
  * (loading it when the server lost it), say whether a command sent now would reach the server at
- * once, and close.
+ * once, and close. Each library's adapter builds one; `redis-client.ts` picks the adapter.
  */
 export interface ScriptClient {
   /** `'ioredis'` or `'node-redis'`, for logs. */
@@ -48,21 +42,6 @@ export interface ScriptClient {
    * `host:port`, or '' while the map does not know. Absent on a single-server client.
    */
   readonly nodeOf?: (key: string) => string;
-}
-
-/** Wraps a client of either library; undefined when `client` is neither. */
-export function scriptClientFor(client: unknown): ScriptClient | undefined {
-  const c = client as Record<string, unknown> | null;
-  if (c == null || typeof c !== 'object') return undefined;
-  // ioredis spells it evalsha and lets scripts be defined; node-redis spells it evalSha and has
-  // isOpen. Duck-typed, so a client from another copy of either library is still recognised.
-  if (typeof c.evalsha === 'function' && typeof c.defineCommand === 'function') {
-    return ioredisScripts(client as Redis | Cluster);
-  }
-  if (typeof c.evalSha === 'function' && typeof c.isOpen === 'boolean') {
-    return nodeRedisScripts(client as NodeRedisClient);
-  }
-  return undefined;
 }
 
 /** Whether a Redis error reply says the server does not hold the script. */

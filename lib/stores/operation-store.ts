@@ -1,0 +1,86 @@
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { type CallTakingStore, type StoreCall, TAKES_CALLS } from './store-call.js';
+import { type RateLimitDecision } from './store.interface.js';
+
+/**
+ * A store that does everything through one method: each public method of `RateLimitStore`
+ * becomes a {@link StoreCall} handed to `execute`. The module's stores build on it, so that an
+ * operation is spelled out once, not once per store; `execute(store, call)` hands a call to such
+ * a store as it is, without taking it apart into arguments and building it again.
+ */
+export abstract class OperationStore implements CallTakingStore {
+  readonly [TAKES_CALLS] = true as const;
+
+  /** Does what `call` says; every public method comes down to this. */
+  abstract execute(call: StoreCall): Promise<RateLimitDecision>;
+
+  consume(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.execute({ op: 'consume', limits: { keys, policies, costs } });
+  }
+
+  peek(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.execute({ op: 'peek', limits: { keys, policies, costs } });
+  }
+
+  refund(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of?: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return this.execute({ op: 'refund', limits: { keys, policies, costs }, of });
+  }
+
+  reset(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    return this.execute({ op: 'reset', limits: { keys, policies, costs } });
+  }
+
+  /** A block locks the keys out whatever a request costs: its costs are 1 each. */
+  block(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    durationMs: number,
+  ): Promise<RateLimitDecision> {
+    const costs = policies.map(() => 1);
+    return this.execute({ op: 'block', limits: { keys, policies, costs }, durationMs });
+  }
+
+  reserve(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    maxWaitMs: number,
+  ): Promise<RateLimitDecision> {
+    return this.execute({ op: 'reserve', limits: { keys, policies, costs }, maxWaitMs });
+  }
+
+  release(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return this.execute({ op: 'release', limits: { keys, policies, costs }, of });
+  }
+
+  renew(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return this.execute({ op: 'renew', limits: { keys, policies, costs }, of });
+  }
+}
