@@ -26,7 +26,7 @@ import {
 } from './rate-limit.options.js';
 import { configError } from '../policy/validation.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
-import { createStore, type StoreHandle } from '../stores/create-store.js';
+import { createStore, type StoreHandle } from './store-factory.js';
 import { RateLimitStore } from '../stores/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { createClient, SocketClosedUnexpectedlyError } from 'redis';
 import { type RedisClient, RedisStore } from '../../lib/index.js';
-import { CLIENT_DEFAULTS } from '../../lib/stores/create-store.js';
+import { CLIENT_DEFAULTS } from '../../lib/module/store-factory.js';
 import {
   ConnectionLostError,
   lostInFlight,

@@ -2,15 +2,15 @@ import { Redis, type RedisOptions } from 'ioredis';
 import {
   type ResolvedRateLimitOptions,
   type RateLimitModuleOptions,
-} from '../module/rate-limit.options.js';
+} from './rate-limit.options.js';
 import { configError } from '../policy/validation.js';
-import { BlockCacheStore } from './block-cache.js';
-import { type BootstrapLogger, warnIfEvicting } from './eviction-warning.js';
-import { MemoryStore } from './memory/memory.store.js';
-import { RedisStore } from './redis/redis.store.js';
-import { type RedisClient, scriptClientFor } from './redis/redis-client.js';
-import { ResilientStore } from './resilient.store.js';
-import { type RateLimitStore } from './store.interface.js';
+import { BlockCacheStore } from '../stores/block-cache.js';
+import { type BootstrapLogger, warnIfEvicting } from '../stores/eviction-warning.js';
+import { MemoryStore } from '../stores/memory/memory.store.js';
+import { RedisStore } from '../stores/redis/redis.store.js';
+import { type RedisClient, scriptClientFor } from '../stores/redis/redis-client.js';
+import { ResilientStore } from '../stores/resilient.store.js';
+import { type RateLimitStore } from '../stores/store.interface.js';
 
 /** The active store, whether the module made it (and so closes it), and how to await its link. */
 export interface StoreHandle {
