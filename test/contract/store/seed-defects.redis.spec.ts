@@ -8,18 +8,10 @@ import { describe, expect, it } from '@jest/globals';
 import { RedisStore } from '../../../lib/index.js';
 import { type Algorithm } from '../../../lib/algorithms/algorithm.js';
 import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
-import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { newKey, policy } from './seed-policy.js';
 import { consumeOne, useRedis } from '../../support/stores.js';
 import { entriesOf, unitsIn } from '../../support/weighted-sets.js';
 import { isDecisionIdKey, stateKeys } from '../../support/decision-ids.js';
-
-const policy = (
-  period: number | string,
-  threshold: number,
-  algorithm?: Algorithm,
-  burst?: number,
-) => resolvePolicy({ period, threshold, algorithm, burst }, 'seed test');
-const newKey = () => `seed:{${randomUUID()}}`;
 
 describe('source-article defects on the Redis store', () => {
   const redis = useRedis('redis');

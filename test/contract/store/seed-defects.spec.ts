@@ -3,21 +3,12 @@
  * memory store and on Redis alike: the sliding log first, then the bucket and window algorithms.
  * Each title says what holds, then the defect it rules out and its article ("seed 003" is 003_…).
  */
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { MemoryStore, RedisStore, type RateLimitStore } from '../../../lib/index.js';
 import { type Algorithm } from '../../../lib/algorithms/algorithm.js';
-import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { newKey, policy } from './seed-policy.js';
 import { consumeOne, STORE_KINDS, TestClock, useRedis } from '../../support/stores.js';
 import { entriesOf, unitsIn } from '../../support/weighted-sets.js';
-
-const policy = (
-  period: number | string,
-  threshold: number,
-  algorithm?: Algorithm,
-  burst?: number,
-) => resolvePolicy({ period, threshold, algorithm, burst }, 'seed test');
-const newKey = () => `seed:{${randomUUID()}}`;
 
 describe.each(STORE_KINDS)('source-article defects of the sliding log on the %s store', (kind) => {
   const redis = useRedis(kind);
