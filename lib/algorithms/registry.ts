@@ -79,3 +79,6 @@ export function anyHoldsLeases(policies: readonly { readonly algorithm: Algorith
 export const RATE_ALGORITHMS: readonly RateAlgorithm[] = Object.freeze(
   REGISTRY.filter((e) => !e.holdsLeases).map((e) => e.name as RateAlgorithm),
 );
+
+/** The algorithm of a policy that names none: the exact sliding log. */
+export const DEFAULT_ALGORITHM: Algorithm = 'sliding-window';

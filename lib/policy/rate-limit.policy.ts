@@ -1,5 +1,5 @@
 import { type Algorithm } from '../algorithms/algorithm.js';
-import { algorithmOf, isAlgorithm, REGISTRY } from '../algorithms/registry.js';
+import { algorithmOf, DEFAULT_ALGORITHM, isAlgorithm, REGISTRY } from '../algorithms/registry.js';
 import {
   checkCount,
   checkName,
@@ -147,7 +147,7 @@ export function checkShape(
 }
 
 export function checkAlgorithm(value: unknown, where: string): Algorithm {
-  const algorithm = valueOr(value, 'sliding-window');
+  const algorithm = valueOr(value, DEFAULT_ALGORITHM);
   if (!isAlgorithm(algorithm)) {
     throw configError(where, 'algorithm', algorithm, `one of ${namesOf(REGISTRY).join(', ')}`);
   }

@@ -1,3 +1,4 @@
+import { algorithmOf } from '../algorithms/registry.js';
 import { Inject, Injectable } from '@nestjs/common';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { acquirePermit, type RateLimitPermit } from './permit.js';
@@ -217,7 +218,7 @@ export class RateLimitService {
       throw configError(
         where,
         'algorithm',
-        'concurrency',
+        policies.find((p) => algorithmOf(p.algorithm).holdsLeases)!.algorithm,
         'used through acquire() or run(), which release the lease',
       );
     }
