@@ -203,6 +203,12 @@ describe.each(STORE_KINDS)('module contract on the %s store', (kind) => {
       expect(stateKeys(keys)).toHaveLength(301);
       const ttls = await Promise.all(keys.map((k) => client.pttl(k)));
       keys.forEach((k, i) => {
+        // A decision's id lives a few hundred ms: one listed above may be expiring (0) or gone
+        // (-2) by now. No key may be without a TTL (-1).
+        if (isDecisionIdKey(k) && ttls[i] <= 0) {
+          expect(ttls[i]).not.toBe(-1);
+          return;
+        }
         expect(ttls[i]).toBeGreaterThan(0);
         // The sliding counter keeps the current window's count through the next window; a
         // decision's id lives until its deadline (the timeout) and a little more.
