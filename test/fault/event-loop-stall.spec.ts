@@ -4,12 +4,12 @@
  * replies Redis sent in time, which are already waiting on the socket. They must win, or every
  * decision in flight is answered by the fallback although Redis counted it.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RateLimitModule, type RateLimitPolicy, RateLimitService } from '../../lib/index.js';
 import { CLIENT_KINDS } from '../support/clients.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { useRedis } from '../support/stores.js';
 import { unitsIn } from '../support/weighted-sets.js';
 import { stateKeys } from '../support/decision-ids.js';
 
@@ -27,23 +27,17 @@ function stall(ms: number): void {
 }
 
 describe.each(CLIENT_KINDS)('a stall of this process is not a slow Redis (%s)', (kind) => {
-  let redis: TestRedis;
+  const redis = useRedis('redis');
   let app: INestApplication | undefined;
 
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
   afterEach(async () => {
     await app?.close();
     app = undefined;
   });
-  afterAll(async () => {
-    await redis.stop();
-  });
 
   it(`answers ${IN_FLIGHT} decisions in flight through a ${STALL_MS} ms stall from Redis, each counted once`, async () => {
     const prefix = `stall-${kind.replace(/\W/g, '')}-${Date.now()}`;
-    const client = await redis.connect(kind);
+    const client = await redis().connect(kind);
     const ref = await Test.createTestingModule({
       imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: prefix, timeout: 100 })],
     }).compile();
@@ -56,7 +50,7 @@ describe.each(CLIENT_KINDS)('a stall of this process is not a slow Redis (%s)', 
     // within the timeout: so both clients have every one of them on the wire (node-redis writes
     // 16 KB at a time, about 90 decisions, the rest once the socket drains) and none is answered
     // before the stall.
-    await redis.shared.client('PAUSE', 5000, 'WRITE');
+    await redis().shared.client('PAUSE', 5000, 'WRITE');
     let answered = 0;
     const inFlight = Array.from({ length: IN_FLIGHT }, () =>
       limiter.consume('burst', POLICY).finally(() => answered++),
@@ -66,14 +60,14 @@ describe.each(CLIENT_KINDS)('a stall of this process is not a slow Redis (%s)', 
     // the next turn of the event loop runs its timers before it reads the socket.
     await new Promise((resolve) => setImmediate(resolve));
     // An ioredis command is written as it is sent: Redis gets this before the stall begins.
-    void redis.shared.client('UNPAUSE');
+    void redis().shared.client('UNPAUSE');
     const answeredBeforeStall = answered;
     stall(STALL_MS);
     const decisions = await Promise.all(inFlight);
 
     const degraded = decisions.filter((d) => d.degraded !== undefined).length;
-    const [key] = stateKeys(await redis.shared.keys(`${prefix}:{burst}*`));
-    const counted = key === undefined ? 0 : await unitsIn(redis.shared, key);
+    const [key] = stateKeys(await redis().shared.keys(`${prefix}:{burst}*`));
+    const counted = key === undefined ? 0 : await unitsIn(redis().shared, key);
     console.log(
       `${kind}: ${IN_FLIGHT - answeredBeforeStall} of ${IN_FLIGHT} in flight when the stall began; ` +
         `${degraded} answered by the fallback; ${counted} counted in Redis`,

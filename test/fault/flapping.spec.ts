@@ -3,11 +3,12 @@
  * trouble starts and one line once it has answered for a second without a failure, however often
  * failures and successes alternate in between. The recovery line counts the fallback's answers.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { type Redis } from 'ioredis';
 import { type RedisConnection } from '../../lib/index.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { type TestRedis } from '../support/redis-server.js';
+import { useRedis } from '../support/stores.js';
 import { CapturingLogger, createLimiterApp, exactness, runTraffic, sleep } from './traffic.js';
 
 const TIMEOUT_MS = 100;
@@ -69,29 +70,23 @@ afterAll(() => {
 });
 
 describe.each(CONNECTIONS)('a flapping server, %s', (client, connect) => {
-  let redis: TestRedis;
+  const redis = useRedis('redis');
   let app: INestApplication | undefined;
 
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
   afterEach(async () => {
     await app?.close();
     app = undefined;
-  });
-  afterAll(async () => {
-    await redis.stop();
   });
 
   it.each(FLAPS.map((f) => [f.name, f] as const))('%s', async (name, { flap }) => {
     const logger = new CapturingLogger();
     app = await createLimiterApp(
-      { redis: await connect(redis), timeout: TIMEOUT_MS, keyPrefix: `flap-${rows.length}` },
+      { redis: await connect(redis()), timeout: TIMEOUT_MS, keyPrefix: `flap-${rows.length}` },
       logger,
     );
     const done = (async () => {
       await sleep(300);
-      await flap(redis.client());
+      await flap(redis().client());
       // Steady again: long enough for the outage to be seen over.
       await sleep(2000);
     })();

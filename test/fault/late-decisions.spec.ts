@@ -4,7 +4,7 @@
  * it held once the pause ends: either would count those requests a second time. Each case builds
  * its client with the library's defaults only, as an application that never tuned it would.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
@@ -15,7 +15,7 @@ import {
   RateLimitService,
 } from '../../lib/index.js';
 import { CLIENT_KINDS } from '../support/clients.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { useRedis } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 import { unitsIn } from '../support/weighted-sets.js';
 import { sleep } from './traffic.js';
@@ -23,24 +23,18 @@ import { sleep } from './traffic.js';
 const POLICY: RateLimitPolicy = { period: '1h', threshold: 100 };
 
 describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s)', (kind) => {
-  let redis: TestRedis;
+  const redis = useRedis('redis');
   let app: INestApplication | undefined;
   let prefix = '';
 
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
   afterEach(async () => {
     await app?.close();
     app = undefined;
   });
-  afterAll(async () => {
-    await redis.stop();
-  });
 
   async function boot(as: 'redis' | 'store' = 'redis'): Promise<RateLimitService> {
     prefix = `late-${kind.replace(/\W/g, '')}-${Date.now()}`;
-    const client = await redis.connect(kind, { libraryDefaults: true });
+    const client = await redis().connect(kind, { libraryDefaults: true });
     const connection = as === 'redis' ? { redis: client } : { store: new RedisStore({ client }) };
     const ref = await Test.createTestingModule({
       imports: [RateLimitModule.forRoot({ ...connection, keyPrefix: prefix, timeout: 100 })],
@@ -52,8 +46,8 @@ describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s
 
   /** What Redis has counted for the key `victim`. */
   async function victimCount(): Promise<number> {
-    const [key] = await redis.shared.keys(`${prefix}:{victim}:0:*`);
-    return key === undefined ? 0 : unitsIn(redis.shared, key);
+    const [key] = await redis().shared.keys(`${prefix}:{victim}:0:*`);
+    return key === undefined ? 0 : unitsIn(redis().shared, key);
   }
 
   async function untilShared(limiter: RateLimitService): Promise<void> {
@@ -65,17 +59,17 @@ describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s
 
   it('while Redis is down, sends nothing, so a restart replays nothing', async () => {
     const limiter = await boot();
-    await redis.kill('SIGKILL');
+    await redis().kill('SIGKILL');
     const during: RateLimitDecision[] = [];
     for (let i = 0; i < 20; i++) during.push(await limiter.consume('victim', POLICY));
     expect(during.every((d) => d.allowed && d.degraded === 'memory')).toBe(true);
 
-    await redis.restart();
+    await redis().restart();
     await untilShared(limiter);
     // Give a queue that was going to be replayed every chance to be.
     await sleep(500);
     // The server came back empty; only the probes that found it back have been counted since.
-    expect(await redis.client().keys(`${prefix}:{victim}*`)).toEqual([]);
+    expect(await redis().client().keys(`${prefix}:{victim}*`)).toEqual([]);
 
     // Shared limiting goes on from an empty count.
     const after = await limiter.consume('victim', POLICY);
@@ -90,7 +84,7 @@ describe.each(CLIENT_KINDS)('no decision runs after the fallback answered it (%s
       for (let i = 0; i < 2; i++) await limiter.consume('victim', POLICY);
       expect(await victimCount()).toBe(2);
 
-      await redis.client().client('PAUSE', 1000);
+      await redis().client().client('PAUSE', 1000);
       const during = await Promise.all(
         Array.from({ length: 10 }, () => limiter.consume('victim', POLICY)),
       );
