@@ -61,7 +61,23 @@ export interface RateLimitPolicy<C = never> {
    * ```
    */
   blockDuration?: Duration;
+  /**
+   * What answers this policy while the store fails, instead of the module's `onStoreError`:
+   * `'memory'` (this instance's memory store), `'allow'` or `'deny'` (503). On a request with
+   * several policies, the strictest answer wins: any `'deny'` denies, then `'memory'`.
+   *
+   * @example
+   * ```ts
+   * // a paid partner's API: never let calls through unmetered
+   * @RateLimit({ period: '1s', threshold: 10, onStoreError: 'deny' })
+   * ```
+   */
+  onStoreError?: StoreErrorPolicy;
 }
+
+/** What answers while the store fails: the memory store, or allow all, or deny all (503). */
+export type StoreErrorPolicy = 'memory' | 'allow' | 'deny';
+export const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
 
 /** A validated policy in the units the stores use. Frozen. */
 export interface ResolvedPolicy {
@@ -78,6 +94,8 @@ export interface ResolvedPolicy {
   readonly id: string;
   /** The lock-out after a rejection, in microseconds; 0 for none. */
   readonly blockUs: number;
+  /** This policy's own answer while the store fails; undefined for the module's. */
+  readonly onStoreError: StoreErrorPolicy | undefined;
 }
 
 /** The seed annotation's defaults: `@RateLimit(period = 60, threshold = 3)`. */
@@ -120,6 +138,7 @@ export function resolvePolicy(
   }
   const id = `${code}:${name}`;
   const blockUs = resolveBlock(policy?.blockDuration, where);
+  const onStoreError = checkStoreErrorPolicy(policy?.onStoreError, where);
   return Object.freeze({
     name,
     algorithm,
@@ -130,7 +149,17 @@ export function resolvePolicy(
     burst,
     id,
     blockUs,
+    onStoreError,
   });
+}
+
+/** A policy's own `onStoreError`: one of the three answers, or undefined for the module's. */
+export function checkStoreErrorPolicy(value: unknown, where: string): StoreErrorPolicy | undefined {
+  if (value === undefined) return undefined;
+  if (!STORE_ERROR_POLICIES.includes(value as StoreErrorPolicy)) {
+    throw configError(where, 'onStoreError', value, "'memory', 'allow' or 'deny'");
+  }
+  return value as StoreErrorPolicy;
 }
 
 /** Checks what can be checked before the dynamic values are known. */

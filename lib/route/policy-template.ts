@@ -58,7 +58,23 @@ export interface RoutePolicy extends RateLimitPolicy<ExecutionContext> {
    * ```
    */
   maxWait?: Duration;
+  /**
+   * Which routes share this policy's budget, per tracker: `'route'` (default) gives each route
+   * its own; `'controller'` shares it among the methods of one controller class; `'app'` among
+   * every route of the app that says `'app'`; any other name among every route whose policy
+   * carries that name.
+   *
+   * @example
+   * ```ts
+   * // one budget of 60 per minute for each user across every route of the API
+   * @RateLimit({ period: '1m', threshold: 60, scope: 'app' })
+   * ```
+   */
+  scope?: RouteScope;
 }
+
+/** Which routes share a policy's budget: see {@link RoutePolicy.scope}. */
+export type RouteScope = 'route' | 'controller' | 'app' | (string & {});
 
 /**
  * A declared policy, checked when it was declared. `fixed` holds the resolved policy when period

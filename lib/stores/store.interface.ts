@@ -1,4 +1,6 @@
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { type ResolvedPolicy, type StoreErrorPolicy } from '../policy/rate-limit.policy.js';
+
+export { type StoreErrorPolicy };
 
 /** One policy's part of a decision. All times are whole milliseconds. */
 export interface PolicyDecision {
@@ -48,9 +50,6 @@ export interface RateLimitDecision {
    */
   readonly waitMs?: number;
 }
-
-/** What answers while the store fails: the memory store, or allow all, or deny all (503). */
-export type StoreErrorPolicy = 'memory' | 'allow' | 'deny';
 
 /**
  * Called with each error of the store (a refused connection, a timeout, an out-of-memory reply).
