@@ -21,9 +21,11 @@ free_port() {
   node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
 }
 
-# npm pack builds the package itself (prepack), as it does for whoever packs or publishes it.
-rm -rf dist
-tarball=$(npm pack --silent --pack-destination "$scratch" | tail -n 1)
+# npm pack builds the package itself (prepack), as it does for whoever packs or publishes it: pack
+# from a clean clone of the commit, with no build in it, sharing only the installed dependencies.
+git clone -q . "$scratch/clone"
+ln -s "$PWD/node_modules" "$scratch/clone/node_modules"
+tarball=$(cd "$scratch/clone" && npm pack --silent --pack-destination "$scratch" | tail -n 1)
 if [[ $tarball != nest-rate-limit-*.tgz ]]; then
   echo "npm pack made $tarball, not nest-rate-limit-<version>.tgz"
   exit 1
@@ -35,7 +37,13 @@ for file in package/dist/index.js package/dist/index.d.ts package/dist/algorithm
     exit 1
   fi
 done
-echo "Packed $tarball"
+# No source maps: they would point at lib/*.ts, which is not shipped.
+if grep -q '\.map$' <<<"$listing"; then
+  echo "$tarball holds source maps whose sources it does not ship:"
+  grep '\.map$' <<<"$listing" | head -5
+  exit 1
+fi
+echo "Packed $tarball: $(wc -l <<<"$listing") files"
 
 # Installs .ci/apps/NAME with the tarball, starts ENTRY with the extra environment given, and runs
 # the sample's smoke check against it. Fails early, with the app's log, if the app dies first.
