@@ -5,6 +5,7 @@
 #                        memory store, ioredis 5 as an app still on Nest 11 is likely to have;
 #   .ci/apps/nest12-esm  Nest 12, ESM, limits shared through a private redis-server by a
 #                        node-redis client, whose keys must then be in Redis.
+# Then the README's quick start, as written, in a third app (.ci/readme-app.mjs).
 # Run from anywhere: bash .ci/pack-smoke.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,3 +97,6 @@ if [[ -z $keys ]]; then
   exit 1
 fi
 echo "Keys in Redis: $keys"
+
+echo "The README's quick start, copied into a Nest 12 app: Redis killed under traffic, and boot without Redis"
+node .ci/readme-app.mjs "$scratch" "$tarball"
