@@ -17,6 +17,8 @@ import {
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { RateLimitGuard } from '../route/rate-limit.guard.js';
 import {
+  ASYNC_OPTION_FIELDS,
+  MODULE_OPTION_FIELDS,
   type RateLimitModuleAsyncOptions,
   type RateLimitModuleOptions,
   type RateLimitOptionsFactory,
@@ -25,10 +27,22 @@ import {
   resolveOptions,
 } from './rate-limit.options.js';
 import { configError } from '../policy/validation.js';
+import { checkFields, knownFields } from '../policy/known-fields.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
 import { createStore, type StoreHandle } from './store-factory.js';
 import { RateLimitStore } from '../stores/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
+
+// A module option given to forRootAsync() itself belongs in what its factory returns.
+const ASYNC_FIELDS = knownFields(
+  ASYNC_OPTION_FIELDS,
+  Object.fromEntries(
+    Object.keys(MODULE_OPTION_FIELDS).map((field) => [
+      field,
+      `${field} belongs in the options useFactory (or createRateLimitOptions) returns`,
+    ]),
+  ),
+);
 
 const derivedProviders: Provider[] = [
   {
@@ -118,6 +132,7 @@ export class RateLimitModule implements OnApplicationShutdown {
    */
   static forRootAsync(options: RateLimitModuleAsyncOptions): DynamicModule {
     const where = 'RateLimitModule.forRootAsync';
+    if (options !== null && typeof options === 'object') checkFields(options, ASYNC_FIELDS, where);
     const ways = [options?.useFactory, options?.useClass, options?.useExisting].filter(Boolean);
     if (ways.length !== 1) {
       throw configError(

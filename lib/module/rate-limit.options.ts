@@ -3,6 +3,7 @@ import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { type NodeRedisClient } from '../stores/redis/node-redis.client.js';
 import { HEADER_MODES, type HeaderMode } from '../transports/http-headers.js';
 import { configError } from '../policy/validation.js';
+import { checkFields, type FieldList, knownFields } from '../policy/known-fields.js';
 import { defaultMemoryBudget, heapLimitBytes } from '../stores/memory/memory-size.js';
 import {
   type Clock,
@@ -140,6 +141,31 @@ export interface RateLimitModuleOptions {
   shadow?: boolean;
 }
 
+/**
+ * Every field of {@link RateLimitModuleOptions}; any other is rejected as a typo. A field added to
+ * the interface must be added here too, or this does not compile.
+ */
+export const MODULE_OPTION_FIELDS = {
+  redis: true,
+  store: true,
+  keyPrefix: true,
+  getTracker: true,
+  headers: true,
+  errorMessage: true,
+  ipv6Subnet: true,
+  clock: true,
+  timeout: true,
+  functionTimeout: true,
+  onStoreError: true,
+  blockCache: true,
+  onDecision: true,
+  onLimited: true,
+  skipIf: true,
+  maxMemoryBytes: true,
+  maxMemoryKeys: true,
+  shadow: true,
+} as const satisfies FieldList<RateLimitModuleOptions>;
+
 /** `forRoot()` options: the module options plus whether the guard is global. */
 export interface RateLimitRootOptions extends RateLimitModuleOptions {
   /** Register `RateLimitGuard` as a global guard. Default `true`. */
@@ -162,6 +188,16 @@ export interface RateLimitModuleAsyncOptions extends Pick<ModuleMetadata, 'impor
   /** Register `RateLimitGuard` as a global guard. Default `true`. */
   globalGuard?: boolean;
 }
+
+/** Every field of {@link RateLimitModuleAsyncOptions}. */
+export const ASYNC_OPTION_FIELDS = {
+  imports: true,
+  useFactory: true,
+  inject: true,
+  useClass: true,
+  useExisting: true,
+  globalGuard: true,
+} as const satisfies FieldList<RateLimitModuleAsyncOptions>;
 
 /** Module options after validation; what the guard and service read. */
 export interface ResolvedRateLimitOptions {
@@ -188,10 +224,16 @@ export const DEFAULT_FUNCTION_TIMEOUT_MS = 1000;
 export const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
 
+// What a factory returns is the module options alone; forRoot() has taken globalGuard out already.
+const MODULE_FIELDS = knownFields(MODULE_OPTION_FIELDS, {
+  globalGuard: 'globalGuard goes beside useFactory in forRootAsync(), not in what it returns',
+});
+
 /** Validates options once, at bootstrap, into a frozen form the hot path never re-checks. */
 export function resolveOptions(raw: RateLimitModuleOptions | undefined): ResolvedRateLimitOptions {
   const where = 'RateLimitModule options';
   if (raw == null || typeof raw !== 'object') throw configError(where, 'options', raw, 'an object');
+  checkFields(raw, MODULE_FIELDS, where);
   const keyPrefix = raw.keyPrefix ?? DEFAULT_KEY_PREFIX;
   if (typeof keyPrefix !== 'string' || /[{}\s]/.test(keyPrefix)) {
     throw configError(where, 'keyPrefix', keyPrefix, 'a string without braces or spaces');

@@ -1,5 +1,6 @@
 import { type Algorithm } from '../algorithms/algorithm.js';
 import { algorithmOf, DEFAULT_ALGORITHM, isAlgorithm, REGISTRY } from '../algorithms/registry.js';
+import { type FieldList } from './known-fields.js';
 import {
   checkCount,
   checkName,
@@ -74,6 +75,21 @@ export interface RateLimitPolicy<C = never> {
    */
   onStoreError?: StoreErrorPolicy;
 }
+
+/**
+ * Every field of {@link RateLimitPolicy}; any other is rejected as a typo. A field added to the
+ * interface must be added here too, or this does not compile.
+ */
+export const POLICY_FIELDS = {
+  period: true,
+  threshold: true,
+  algorithm: true,
+  burst: true,
+  cost: true,
+  name: true,
+  blockDuration: true,
+  onStoreError: true,
+} as const satisfies FieldList<RateLimitPolicy>;
 
 /** What answers while the store fails: the memory store, or allow all, or deny all (503). */
 export type StoreErrorPolicy = 'memory' | 'allow' | 'deny';

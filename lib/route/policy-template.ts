@@ -7,12 +7,14 @@ import {
   type Duration,
   type DynamicResult,
   MAX_POLICIES,
+  POLICY_FIELDS,
   type RateLimitPolicy,
   type ResolvedPolicy,
   resolveBlock,
   resolvePolicy,
 } from '../policy/rate-limit.policy.js';
 import { checkCount, checkName, configError, parseDuration } from '../policy/validation.js';
+import { checkFields, type FieldList, knownFields } from '../policy/known-fields.js';
 import { EXPIRED, type Expired, type FunctionBound } from './user-functions.js';
 
 /** Which requests use up a route policy's quota. */
@@ -75,6 +77,18 @@ export interface RoutePolicy extends RateLimitPolicy<ExecutionContext> {
 
 /** Which routes share a policy's budget: see {@link RoutePolicy.scope}. */
 export type RouteScope = 'route' | 'controller' | 'app' | (string & {});
+
+/** Every field of {@link RoutePolicy}: the policy's own, and those only routes take. */
+export const ROUTE_POLICY_FIELDS = {
+  ...POLICY_FIELDS,
+  tracker: true,
+  count: true,
+  shadow: true,
+  maxWait: true,
+  scope: true,
+} as const satisfies FieldList<RoutePolicy>;
+
+const ROUTE_FIELDS = knownFields(ROUTE_POLICY_FIELDS);
 
 /**
  * A declared policy, checked when it was declared. `fixed` holds the resolved policy when period
@@ -155,9 +169,10 @@ function checkNames(templates: PolicyTemplate[], where: string): PolicyTemplate[
 }
 
 function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): PolicyTemplate {
+  checkShape(routePolicy, where);
+  if (routePolicy !== undefined) checkFields(routePolicy, ROUTE_FIELDS, where);
   const route = checkRouteFields(routePolicy, where);
   // The route-only fields are checked; what follows is the policy proper.
-  checkShape(routePolicy, where);
   const policy: RateLimitPolicy<unknown> = routePolicy ?? {};
   const { period, threshold, cost = DEFAULT_COST, name } = policy;
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
@@ -224,7 +239,7 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
 }
 
 function checkRouteFields(policy: RoutePolicy | undefined, where: string) {
-  if (policy === null || typeof policy !== 'object')
+  if (policy === undefined)
     return { tracker: undefined, count: 'all' as const, shadow: false, maxWaitMs: 0 };
   const tracker = policy?.tracker;
   if (tracker !== undefined && typeof tracker !== 'function') {

@@ -20,8 +20,8 @@ type ClassOrMethodDecorator = (
  * Limits a controller method, or every method of a controller, per user (or client IP) and
  * route. Pass several policies, or stack the decorator, to enforce them together: a request is
  * counted by all of them or, if any rejects it, by none. A method-level limit replaces a
- * class-level one. Invalid values throw here, when the class is defined, naming
- * `Controller.method`.
+ * class-level one. Invalid values and unknown (misspelled) fields throw here, when the class is
+ * defined, naming `Controller.method`.
  *
  * @param policies `period` (seconds, or `'500ms'`, `'30s'`, `'5m'`, `'1h'`, `'1d'`; default 60),
  *   `threshold` (a positive integer; default 3), `algorithm` (default `'sliding-window'`),

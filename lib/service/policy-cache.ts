@@ -1,7 +1,16 @@
 import { anyHoldsLeases } from '../algorithms/registry.js';
-import { compileTemplates, type RoutePolicy } from '../route/policy-template.js';
-import { type RateLimitPolicy, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import {
+  compileTemplates,
+  ROUTE_POLICY_FIELDS,
+  type RoutePolicy,
+} from '../route/policy-template.js';
+import {
+  POLICY_FIELDS,
+  type RateLimitPolicy,
+  type ResolvedPolicy,
+} from '../policy/rate-limit.policy.js';
 import { configError } from '../policy/validation.js';
+import { checkFields, knownFields } from '../policy/known-fields.js';
 
 /** What `RateLimitService` needs of a policy (or list of them), validated once. */
 export interface Compiled {
@@ -12,6 +21,17 @@ export interface Compiled {
 }
 
 type Input = RateLimitPolicy | readonly RateLimitPolicy[];
+
+// A field only routes take is a mistake here, and the message says so.
+const SERVICE_FIELDS = knownFields(POLICY_FIELDS, {
+  ...Object.fromEntries(
+    Object.keys(ROUTE_POLICY_FIELDS)
+      .filter((field) => !Object.hasOwn(POLICY_FIELDS, field))
+      .map((field) => [field, `${field} applies only to @RateLimit routes`]),
+  ),
+  maxWait:
+    'maxWait on a policy applies only to @RateLimit routes; pass it to acquire() or run() as an option',
+});
 
 // Distinct policies an application writes inline are few; the bound only stops a caller that
 // builds a new threshold for every call from filling memory.
@@ -117,6 +137,10 @@ function shapeOf(policy: object): string | undefined {
 }
 
 function compile(policy: Input, where: string): Compiled {
+  // Checked here, on a miss only: a policy with a field it does not know is never cached.
+  for (const item of Array.isArray(policy) ? policy : [policy]) {
+    if (typeof item === 'object' && item !== null) checkFields(item, SERVICE_FIELDS, where);
+  }
   const templates = compileTemplates(policy as RoutePolicy | readonly RoutePolicy[], where);
   if (templates.some((t) => t.fixed === undefined || typeof t.cost !== 'number')) {
     throw configError(
@@ -125,19 +149,6 @@ function compile(policy: Input, where: string): Compiled {
       'a function',
       'plain values: there is no request context here',
     );
-  }
-  for (const field of ['tracker', 'count', 'shadow', 'maxWait'] as const) {
-    const given = (Array.isArray(policy) ? policy : [policy]).find(
-      (p) => (p as RoutePolicy | undefined)?.[field] !== undefined,
-    ) as RoutePolicy | undefined;
-    if (given !== undefined) {
-      throw configError(
-        where,
-        field,
-        given[field],
-        'omitted: it applies to @RateLimit routes only',
-      );
-    }
   }
   return {
     policies: templates.map((t) => t.fixed!),

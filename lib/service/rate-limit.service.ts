@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { acquirePermit, type RateLimitPermit } from './permit.js';
 import { RouteKeys } from '../route/route-keys.js';
-import { type AcquireOptions, type ConsumeOptions } from './service-options.js';
+import { type AcquireOptions, checkCallOptions, type ConsumeOptions } from './service-options.js';
 import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { PolicyCache } from './policy-cache.js';
@@ -70,9 +70,7 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     options?: AcquireOptions,
   ): Promise<RateLimitPermit> {
-    const where = 'RateLimitService.acquire';
-    const { keys, policies, costs } = this.prepare(where, key, policy, options, true);
-    return acquirePermit(this.store, this.leases, keys, policies, costs, options, where);
+    return this.permit('RateLimitService.acquire', key, policy, options);
   }
 
   /**
@@ -94,7 +92,7 @@ export class RateLimitService {
     if (typeof fn !== 'function') {
       throw configError('RateLimitService.run', 'fn', fn, 'a function to run once allowed');
     }
-    const permit = await this.acquire(key, policy, options);
+    const permit = await this.permit('RateLimitService.run', key, policy, options);
     try {
       return await fn();
     } finally {
@@ -191,6 +189,17 @@ export class RateLimitService {
     return this.operate('block', key, policy, undefined, { durationMs });
   }
 
+  private async permit(
+    where: string,
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[],
+    options: AcquireOptions | undefined,
+  ): Promise<RateLimitPermit> {
+    checkCallOptions(options, true, where);
+    const { keys, policies, costs } = this.prepare(where, key, policy, options, true);
+    return acquirePermit(this.store, this.leases, keys, policies, costs, options, where);
+  }
+
   private operate(
     op: StoreOperation,
     key: string,
@@ -199,6 +208,7 @@ export class RateLimitService {
     extras?: Omit<StoreCall, 'op' | 'limits'>,
   ): Promise<RateLimitDecision> {
     const where = WHERE[op];
+    checkCallOptions(options, false, where);
     const limits = this.prepare(where, key, policy, options, op !== 'consume');
     return execute(this.store, { ...extras, op, limits });
   }

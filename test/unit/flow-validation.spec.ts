@@ -78,7 +78,7 @@ describe('flow control through RateLimitService', () => {
   it('rejects route-only fields and a bad maxWait or fn, naming them', async () => {
     const { service: limiter, close } = await service();
     expect(() => limiter.consume('k', { maxWait: '1s' } as never)).toThrow(
-      /RateLimitService.consume: maxWait must be omitted: it applies to @RateLimit routes only/,
+      /RateLimitService.consume: unknown field "maxWait" \(maxWait on a policy applies only to @RateLimit routes; pass it to acquire\(\) or run\(\) as an option\)/,
     );
     await expect(limiter.acquire('k', { threshold: 1 }, { maxWait: 'soon' })).rejects.toThrow(
       /RateLimitService.acquire: maxWait must be/,

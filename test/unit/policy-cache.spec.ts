@@ -44,10 +44,10 @@ describe('PolicyCache', () => {
     expect(() => cache.get({ period: '60', threshold: 5 }, where)).toThrow(RateLimitConfigError);
     expect(() =>
       cache.get({ period: 60, threshold: 5, count: 'failures' } as never, where),
-    ).toThrow(/count must be omitted/);
+    ).toThrow(/unknown field "count" \(count applies only to @RateLimit routes\)/);
     const tracker = () => 'x';
     expect(() => cache.get({ period: 60, threshold: 5, tracker } as never, where)).toThrow(
-      /tracker must be omitted/,
+      /unknown field "tracker" \(tracker applies only to @RateLimit routes\)/,
     );
     expect(() => cache.get({ period: 60, threshold: () => 5 } as never, where)).toThrow(
       /plain values/,

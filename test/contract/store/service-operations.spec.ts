@@ -89,7 +89,7 @@ describe.each(STORE_KINDS)('RateLimitService operations on the %s store', (kind)
     );
     const routeOnly = { ...LOGIN, count: 'failures' } as RateLimitPolicy;
     expect(() => limiter.consume('k', routeOnly)).toThrow(
-      /count must be omitted: it applies to @RateLimit routes only, got "failures"/,
+      /RateLimitService\.consume: unknown field "count" \(count applies only to @RateLimit routes\)/,
     );
   });
 });
