@@ -5,7 +5,7 @@
  * open, answers without asking Redis: the override must hold there too.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, Get, type INestApplication } from '@nestjs/common';
+import { Controller, Get, type INestApplication, Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import {
@@ -16,6 +16,7 @@ import {
 } from '../../lib/index.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait-for.js';
+import { CapturingLogger } from './traffic.js';
 
 /** Handlers of the concurrency routes hold here until the test lets them finish. */
 const jobs = {
@@ -81,6 +82,24 @@ class AnswersController {
   @Get('export-anyway')
   exportAnyway() {
     return jobs.run();
+  }
+}
+
+/** A threshold whose promise never settles: past `functionTimeout`, onStoreError answers. */
+const never = (): Promise<never> => new Promise<never>(() => {});
+
+@Controller('hang')
+class HangingController {
+  @RateLimit({ name: 'per-plan', period: '1h', threshold: never, onStoreError: 'deny' })
+  @Get('deny')
+  deny() {
+    return 'ok';
+  }
+
+  @RateLimit({ name: 'per-plan', period: '1h', threshold: never })
+  @Get('module')
+  module() {
+    return 'ok';
   }
 }
 
@@ -218,3 +237,51 @@ describe('a policy onStoreError on routes, two instances, Redis stopped', () => 
     expect(await statuses(a, '/login', 3)).toEqual([200, 200, 429]);
   });
 });
+
+describe.each(['memory', 'redis'] as const)(
+  'a policy onStoreError when a function never settles, on the %s store',
+  (kind) => {
+    let redis: TestRedis | undefined;
+    let app: INestApplication | undefined;
+    beforeAll(async () => {
+      if (kind === 'redis') redis = await startRedis();
+    });
+    afterEach(async () => {
+      await app?.close();
+      app = undefined;
+    });
+    afterAll(async () => {
+      await redis?.stop();
+    });
+
+    it("answers 503 for a 'deny' policy, while the module's 'memory' decides the others", async () => {
+      const ref = await Test.createTestingModule({
+        imports: [
+          RateLimitModule.forRoot({
+            keyPrefix: `pfh${Date.now()}`,
+            functionTimeout: 50,
+            ...(redis === undefined ? {} : { redis: redis.url }),
+          }),
+        ],
+        controllers: [HangingController],
+      }).compile();
+      const logger = new CapturingLogger();
+      Logger.overrideLogger(logger);
+      app = ref.createNestApplication({ logger });
+      await app.listen(0, '127.0.0.1');
+      const denied = await request(app.getHttpServer()).get('/hang/deny');
+      expect(denied.status).toBe(503);
+      expect(denied.body.message).toBe(STORE_UNAVAILABLE_MESSAGE);
+      // Memory decides with the default threshold (3) in place of the missing one.
+      const decided = await request(app.getHttpServer()).get('/hang/module');
+      expect(decided.status).toBe(200);
+      expect(decided.headers['ratelimit']).toBe('"per-plan";r=2;t=3600');
+      // Each warning names the answer that was given.
+      const expiry = 'threshold did not settle within 50ms for @RateLimit on HangingController';
+      expect(logger.warnings).toEqual([
+        `${expiry}.deny; denying it with 503, as onStoreError says`,
+        `${expiry}.module; deciding it per instance in memory, with the default threshold, as onStoreError says`,
+      ]);
+    });
+  },
+);
