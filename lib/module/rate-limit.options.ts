@@ -82,7 +82,8 @@ export interface RateLimitModuleOptions {
    * What answers while the store fails or is too slow: `'memory'` keeps limiting per instance in
    * memory, `'allow'` lets every request through, `'deny'` answers 503 with `Retry-After`.
    * A function is told each error and returns one of those (see {@link StoreErrorHandler}).
-   * Default `'memory'`.
+   * Default `'memory'`. A policy's own `onStoreError` overrides it for that policy; on a call
+   * with several policies the strictest answer wins (`'deny'`, then `'memory'`, then `'allow'`).
    *
    * @example
    * ```ts

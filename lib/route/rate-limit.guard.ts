@@ -70,7 +70,7 @@ export class RateLimitGuard implements CanActivate {
     }
     const call: RouteCall = { context, transport, plan };
     const limits = await this.limits.of(call);
-    const store = this.bounds.storeFor(context, this.store);
+    const store = this.bounds.storeFor(context, this.store, limits.policies);
     if (plan.features === undefined) {
       const decision = await execute(store, { op: 'consume', limits });
       return this.answer.answer(call, limits.policies, decision);

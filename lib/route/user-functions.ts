@@ -1,7 +1,8 @@
 import { type ExecutionContext } from '@nestjs/common';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { Deadlines } from '../stores/deadlines.js';
-import { DegradedStore } from '../stores/degraded.store.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { answerFor, DegradedStore } from '../stores/degraded.store.js';
 import { type OutageLogger } from '../stores/resilient.store.js';
 import {
   type RateLimitStore,
@@ -62,6 +63,13 @@ const STAND_INS: Readonly<Record<UserFunction, string>> = {
   cost: 'at cost 1',
 };
 
+/** A call one of whose functions expired: the module's answer for it, and what expired where. */
+interface Expiry {
+  readonly answer: StoreErrorPolicy;
+  readonly where: string;
+  readonly fns: UserFunction[];
+}
+
 /** Reports of one route's function that keeps expiring. */
 interface Report {
   at: number;
@@ -73,16 +81,17 @@ interface Report {
  * (`getTracker`, a policy's `tracker`, and dynamic `threshold`, `period`, `cost`), with one shared
  * interval: each gets the same bound, so deadlines arrive in order (see {@link Deadlines}). A
  * function that returns a plain value never comes here. On expiry the value is missing, the
- * request is answered as `onStoreError` says, and a warning names the route and the function,
- * once a minute at most per route and function.
+ * request is answered as `onStoreError` says (the module's, or a policy's own), and a warning
+ * names the route and the function, once a minute at most per route and function.
  */
 export class UserFunctionBounds implements FunctionBound {
   private readonly deadlines: Deadlines;
-  /** The answer for a call one of whose functions expired; calls without expiries are absent. */
-  private readonly expired = new WeakMap<ExecutionContext, StoreErrorPolicy>();
+  /** Calls one of whose functions expired; calls without expiries are absent. */
+  private readonly expired = new WeakMap<ExecutionContext, Expiry>();
   /**
    * Calls in `expired` not yet asked about: while 0, no call needs looking up. A call that failed
-   * after an expiry is never asked about; the lookups it leaves are only slower, never wrong.
+   * after an expiry is never asked about (nor warned of: its error says more); the lookups it
+   * leaves are only slower, never wrong.
    */
   private undecided = 0;
   private readonly reports = new Map<string, Report>();
@@ -122,25 +131,32 @@ export class UserFunctionBounds implements FunctionBound {
 
   /**
    * What decides the call: `store`, or, when one of its functions expired, what `onStoreError`
-   * says, as if the store had failed.
+   * says, as if the store had failed: the module's, or that of `policies` that have their own
+   * (the strictest answer wins). The warnings are logged here, once the answer is known.
    */
-  storeFor(context: ExecutionContext, store: RateLimitStore): RateLimitStore {
+  storeFor(
+    context: ExecutionContext,
+    store: RateLimitStore,
+    policies: readonly ResolvedPolicy[],
+  ): RateLimitStore {
     if (this.undecided === 0) return store;
-    const answer = this.expired.get(context);
-    if (answer === undefined) return store;
+    const expiry = this.expired.get(context);
+    if (expiry === undefined) return store;
     this.expired.delete(context);
     this.undecided--;
+    const answer = answerFor(policies, expiry.answer);
+    for (const fn of expiry.fns) this.report(fn, expiry.where, answer);
     return this.degraded[answer];
   }
 
   private expire(fn: UserFunction, context: ExecutionContext, where: string): void {
-    let answer = this.expired.get(context);
-    if (answer === undefined) {
-      answer = this.choose(fn, where);
-      this.expired.set(context, answer);
+    let expiry = this.expired.get(context);
+    if (expiry === undefined) {
+      expiry = { answer: this.choose(fn, where), where, fns: [] };
+      this.expired.set(context, expiry);
       this.undecided++;
     }
-    this.report(fn, where, answer);
+    expiry.fns.push(fn);
   }
 
   /** Asks `onStoreError`, if a function; one that throws or answers nonsense gets `'memory'`. */

@@ -41,7 +41,10 @@ export class NodeHealth {
   constructor(
     /** `host:port` of a Cluster master; '' for a single server, or a node not known yet. */
     readonly name: string,
-    /** The answer while degraded: fixed, or what the handler chose for the latest error. */
+    /**
+     * The module's answer while degraded: fixed, or what the handler chose for the latest error.
+     * A call's policies with an `onStoreError` of their own may answer otherwise.
+     */
     public policy: StoreErrorPolicy,
   ) {}
 }

@@ -1,6 +1,5 @@
-import { degradedDecision } from './decision.js';
 import { Deadlines } from './deadlines.js';
-import { DENY_RETRY_MS, fixedAnswer } from './degraded.store.js';
+import { answerFor, answerWithout, DENY_RETRY_MS } from './degraded.store.js';
 import { ForwardingStore } from './forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
 import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
@@ -18,7 +17,10 @@ export type { OutageLogger } from './node-health.js';
 export interface ResilientStoreOptions {
   /** Longest wait for the primary store, in ms. */
   timeoutMs: number;
-  /** What answers while the primary store fails, or a handler told each error that picks it. */
+  /**
+   * What answers while the primary store fails, or a handler told each error that picks it. A
+   * policy's own `onStoreError` overrides it for that policy (see {@link answerFor}).
+   */
   onStoreError: StoreErrorPolicy | StoreErrorHandler;
   /** Answers when `onStoreError` is `'memory'`. */
   fallback: RateLimitStore;
@@ -31,8 +33,9 @@ export interface ResilientStoreOptions {
  * Puts a bound on every decision and keeps answering when the primary store (Redis) fails:
  * each call gets `timeoutMs`, failures open a circuit breaker so a dead store is not waited on,
  * and meanwhile `onStoreError` decides: the memory store limits per instance, or everything is
- * allowed, or everything is denied. A probe goes through every few hundred ms; when it succeeds,
- * shared limiting resumes. Failures are judged per server (each master of a Redis Cluster, as
+ * allowed, or everything is denied; a call whose policies have their own `onStoreError` gets the
+ * strictest of theirs and the module's (for those without). A probe goes through every few
+ * hundred ms; when it succeeds, shared limiting resumes. Failures are judged per server (each master of a Redis Cluster, as
  * the primary's `nodeOf` tells): one that fails sends only its own keys to the fallback.
  */
 export class ResilientStore extends ForwardingStore {
@@ -136,25 +139,26 @@ export class ResilientStore extends ForwardingStore {
   }
 
   /**
-   * Answers as `onStoreError` says, without the primary store: what a failed call gets. With
-   * `'memory'`, the fallback does what was asked of the primary (a refund gives back what the
-   * fallback counted meanwhile).
+   * Answers as `onStoreError` (and the call's policies) say, without the primary store: what a
+   * failed call gets. With `'memory'`, the fallback does what was asked of the primary (a refund
+   * gives back what the fallback counted meanwhile).
    */
   degrade(call: StoreCall): Promise<RateLimitDecision> {
     const node = this.healthOf(call.limits.keys, performance.now());
     return this.answer(node, call);
   }
 
-  private async answer(node: NodeHealth, call: StoreCall): Promise<RateLimitDecision> {
+  /**
+   * Answers for the node's failure: as `onStoreError` said for it, or as the call's policies say
+   * for themselves (the strictest answer wins, see {@link answerFor}).
+   */
+  private answer(node: NodeHealth, call: StoreCall): Promise<RateLimitDecision> {
     node.fallbackAnswers++;
-    const policy = node.policy;
-    if (policy === 'memory') {
-      const decided = await execute(this.options.fallback, call);
-      return degradedDecision(decided, policy);
-    }
+    const answer = answerFor(call.limits.policies, node.policy);
     // Under 'deny', no sooner than the breaker lets a call through to the store again.
-    const retryMs = Math.max(DENY_RETRY_MS, node.breaker.waitMs(performance.now()));
-    return fixedAnswer(call.limits.policies, policy, retryMs);
+    const retryMs =
+      answer === 'deny' ? Math.max(DENY_RETRY_MS, node.breaker.waitMs(performance.now())) : 0;
+    return answerWithout(call, answer, this.options.fallback, retryMs);
   }
 
   /** Asks the handler, if any; a handler that throws or answers nonsense gets `'memory'`. */

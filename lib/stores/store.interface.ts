@@ -35,8 +35,9 @@ export interface RateLimitDecision {
   /** Each policy's own answer, in the order the policies were given. */
   readonly policies: readonly PolicyDecision[];
   /**
-   * Set when the store failed and the `onStoreError` policy answered instead: `'memory'` (this
-   * instance's memory store decided), `'allow'` or `'deny'`.
+   * Set when the store failed and `onStoreError` answered instead: `'memory'` (this instance's
+   * memory store decided), `'allow'` or `'deny'`. With policies that have their own
+   * `onStoreError`, the strictest answer among the call's policies (`'deny'`, then `'memory'`).
    */
   readonly degraded?: StoreErrorPolicy;
   /**
