@@ -21,7 +21,8 @@ export class AuthController {
   /**
    * Five wrong passwords for one account, from any address, lock that account out for 15
    * minutes; right passwords never count. Try: curl -i -d username=ann -d password=x
-   * localhost:3000/auth/login (six times), then with password=open-sesame.
+   * localhost:3000/auth/login (six times), then with password=open-sesame. While Redis is
+   * down, logins are refused (503) rather than counted per instance.
    */
   @RateLimit({
     period: '15m',
@@ -29,6 +30,7 @@ export class AuthController {
     count: 'failures',
     blockDuration: '15m',
     tracker: username,
+    onStoreError: 'deny',
   })
   @Post('login')
   @HttpCode(200)
