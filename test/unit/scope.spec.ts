@@ -78,7 +78,6 @@ describe('keys of shared scopes', () => {
     };
     for (const x of parts) {
       for (const y of parts) {
-        const ex = encodeKeyPart(x);
         const ey = encodeKeyPart(y);
         add(`route ${x} ${y}`, keys.routeHead(x) + ey + RouteKeys.tail(minute, 0));
         add(`routeTag ${x} ${y}`, keys.withTracker(x, true, ey, minute, 0));
