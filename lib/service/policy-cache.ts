@@ -126,7 +126,7 @@ function compile(policy: Input, where: string): Compiled {
       'plain values: there is no request context here',
     );
   }
-  for (const field of ['tracker', 'count', 'shadow', 'maxWait'] as const) {
+  for (const field of ['tracker', 'count', 'shadow', 'maxWait', 'scope'] as const) {
     const given = (Array.isArray(policy) ? policy : [policy]).find(
       (p) => (p as RoutePolicy | undefined)?.[field] !== undefined,
     ) as RoutePolicy | undefined;
