@@ -32,7 +32,7 @@ export function checkScopedRoute(templates: readonly PolicyTemplate[], where: st
       'scope',
       shared.scope,
       "'route' (or omitted) unless every policy of the route counts the same tracker: the " +
-        "module's, or one `tracker` function they all share",
+        "module's, or one tracker function they all share",
     );
   }
   for (const t of templates) {

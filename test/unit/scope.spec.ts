@@ -162,7 +162,7 @@ describe('@RateLimit validation of scope, when the class is defined', () => {
     const byName = () => 'alice';
     const message =
       "@RateLimit on X.m: scope must be 'route' (or omitted) unless every policy of the route " +
-      'counts the same tracker: the module\'s, or one `tracker` function they all share, got "app"';
+      'counts the same tracker: the module\'s, or one tracker function they all share, got "app"';
     expect(
       decorationError(
         onMethod([
