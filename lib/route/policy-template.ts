@@ -15,6 +15,7 @@ import {
 } from '../policy/rate-limit.policy.js';
 import { checkCount, checkName, configError, parseDuration } from '../policy/validation.js';
 import { checkFields, type FieldList, knownFields } from '../policy/known-fields.js';
+import { checkScope, checkScopedRoute } from './route-scope.js';
 import { EXPIRED, type Expired, type FunctionBound } from './user-functions.js';
 
 /** Which requests use up a route policy's quota. */
@@ -26,7 +27,7 @@ export interface RoutePolicy extends RateLimitPolicy<ExecutionContext> {
   /**
    * Whose quota this policy counts, instead of the module's `getTracker`, e.g. the account a
    * login form names. An empty or missing value falls back to the module's tracker. The key still
-   * includes the route.
+   * includes the route, unless the policy's `scope` shares it beyond the route.
    *
    * @example
    * ```ts
@@ -64,7 +65,11 @@ export interface RoutePolicy extends RateLimitPolicy<ExecutionContext> {
    * Which routes share this policy's budget, per tracker: `'route'` (default) gives each route
    * its own; `'controller'` shares it among the methods of one controller class; `'app'` among
    * every route of the app that says `'app'`; any other name among every route whose policy
-   * carries that name.
+   * carries that name. Routes share a budget when they carry the same scope and the same policy
+   * (name and algorithm), so give such policies the same values; two policies of one route in
+   * one scope stay two budgets. The controller is known by its class name. On a route with a
+   * shared scope, every policy must count the same tracker (the module's, or one `tracker`
+   * function they all share), since one decision's keys share it as Redis Cluster hash tag.
    *
    * @example
    * ```ts
@@ -100,6 +105,8 @@ export interface PolicyTemplate {
   readonly tracker: RoutePolicy['tracker'];
   readonly count: CountMode;
   readonly shadow: boolean;
+  /** Which routes share the budget: `'route'` unless the policy says otherwise. */
+  readonly scope: RouteScope;
   readonly algorithm: Algorithm;
   /** How long a request may wait for a slot; 0 for none. */
   readonly maxWaitMs: number;
@@ -132,22 +139,23 @@ export function compileTemplates(
 ): PolicyTemplate[] {
   const list = Array.isArray(input) ? input : [input];
   if (list.length === 0) throw configError(where, 'policies', input, 'at least one policy');
-  return checkNames(
+  return checkRoutePolicies(
     list.map((policy) => compileTemplate(policy, where)),
     where,
   );
 }
 
-/** Adds templates to those already declared (stacked decorators), keeping names unique. */
+/** Adds templates to those already declared (stacked decorators), checking them together. */
 export function appendTemplates(
   existing: readonly PolicyTemplate[],
   added: readonly PolicyTemplate[],
   where: string,
 ): PolicyTemplate[] {
-  return checkNames([...added, ...existing], where);
+  return checkRoutePolicies([...added, ...existing], where);
 }
 
-function checkNames(templates: PolicyTemplate[], where: string): PolicyTemplate[] {
+/** The rules a route's policies keep together: how many, unique names, and scopes. */
+function checkRoutePolicies(templates: PolicyTemplate[], where: string): PolicyTemplate[] {
   if (templates.length > MAX_POLICIES) {
     throw configError(
       where,
@@ -165,6 +173,7 @@ function checkNames(templates: PolicyTemplate[], where: string): PolicyTemplate[
       throw configError(where, 'name', name, 'unique among the policies of a route');
     names.add(name);
   }
+  checkScopedRoute(templates, where);
   return templates;
 }
 
@@ -240,7 +249,13 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
 
 function checkRouteFields(policy: RoutePolicy | undefined, where: string) {
   if (policy === undefined)
-    return { tracker: undefined, count: 'all' as const, shadow: false, maxWaitMs: 0 };
+    return {
+      tracker: undefined,
+      count: 'all' as const,
+      shadow: false,
+      maxWaitMs: 0,
+      scope: 'route' as RouteScope,
+    };
   const tracker = policy?.tracker;
   if (tracker !== undefined && typeof tracker !== 'function') {
     throw configError(where, 'tracker', tracker, 'a function of the ExecutionContext');
@@ -263,7 +278,8 @@ function checkRouteFields(policy: RoutePolicy | undefined, where: string) {
       'omitted on a shadow policy, which never holds a request',
     );
   }
-  return { tracker, count, shadow, maxWaitMs };
+  const scope = checkScope(policy.scope, where);
+  return { tracker, count, shadow, maxWaitMs, scope };
 }
 
 /**

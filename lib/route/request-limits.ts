@@ -3,7 +3,7 @@ import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { moduleTracker } from './module-tracker.js';
 import { type Limits } from '../stores/store-call.js';
 import { isPromise, resolveCost } from './policy-template.js';
-import { type RouteCall, type RouteFeatures } from './route-plan.js';
+import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';
 import { policyTrackerPart, RouteKeys } from './route-keys.js';
 import { EXPIRED, type FunctionBound } from './user-functions.js';
 
@@ -44,7 +44,12 @@ export class RequestLimits {
     policies: readonly ResolvedPolicy[],
   ): string[] | Promise<string[]> {
     const features = call.plan.features;
-    if (features?.anyTracker) return this.withTrackers(call, features, policies);
+    if (features !== undefined) {
+      if (features.scopes !== undefined) {
+        return this.scoped(call, features.trackers[0], features.scopes, policies);
+      }
+      if (features.anyTracker) return this.withTrackers(call, features, policies);
+    }
     const tracker = this.moduleTracker(call);
     return typeof tracker === 'string'
       ? this.plain(call, tracker, policies)
@@ -77,11 +82,7 @@ export class RequestLimits {
     return plan.head.value;
   }
 
-  /**
-   * Keys of a route whose policies have trackers of their own. A policy tracker's promise is
-   * awaited through the bound; one that does not settle in time counts as returning nothing: the
-   * module's tracker then.
-   */
+  /** Keys of a route whose policies have trackers of their own. */
   private async withTrackers(
     call: RouteCall,
     features: RouteFeatures,
@@ -93,16 +94,60 @@ export class RequestLimits {
     let fallback: string | undefined;
     for (let i = 0; i < policies.length; i++) {
       const own = features.trackers[i];
-      let part: string | undefined;
-      if (own !== undefined) {
-        let value: unknown = own(context);
-        if (isPromise(value))
-          value = await this.bound.settle(value, 'tracker', context, plan.where);
-        part = policyTrackerPart(value === EXPIRED ? undefined : value, plan.where);
-      }
+      let part = own === undefined ? undefined : await this.ownTracker(call, own);
       part ??= fallback ??= await this.moduleTracker(call);
       keys[i] = this.shapes.withTracker(route, features.routeTag, part, policies[i], i);
     }
     return keys;
+  }
+
+  /**
+   * Keys of a route where some policy shares its budget beyond the route. Its policies all count
+   * one tracker (checked when declared), which heads every key as the hash tag.
+   */
+  private async scoped(
+    call: RouteCall,
+    tracker: RouteFeatures['trackers'][number],
+    scopes: RouteScopes,
+    policies: readonly ResolvedPolicy[],
+  ): Promise<string[]> {
+    const part = (await this.ownTracker(call, tracker)) ?? (await this.moduleTracker(call));
+    const head = this.shapes.scopedHead(part);
+    const { marks, tails } = scopes;
+    const keys = new Array<string>(policies.length);
+    for (let i = 0; i < keys.length; i++) {
+      const mark = marks[i];
+      keys[i] =
+        head +
+        (mark === undefined
+          ? RouteKeys.scopedRouteTail(this.scopedRoute(call, scopes), policies[i], i)
+          : (tails?.[i] ?? RouteKeys.sharedTail(mark, policies[i])));
+    }
+    return keys;
+  }
+
+  /** The route's part of its per-route keys under a shared scope, rebuilt when the label changes. */
+  private scopedRoute({ context, transport, plan }: RouteCall, scopes: RouteScopes): string {
+    const label = transport.route(context, plan.route, plan.place);
+    if (label !== scopes.route.label) {
+      scopes.route.value = RouteKeys.scopedRoute(label);
+      scopes.route.label = label;
+    }
+    return scopes.route.value;
+  }
+
+  /**
+   * A policy tracker's value as a key part; undefined when the policy has none or it returns
+   * nothing. A promise is awaited through the bound; one that does not settle in time counts as
+   * returning nothing: the module's tracker then.
+   */
+  private async ownTracker(
+    { context, plan }: RouteCall,
+    own: RouteFeatures['trackers'][number],
+  ): Promise<string | undefined> {
+    if (own === undefined) return undefined;
+    let value: unknown = own(context);
+    if (isPromise(value)) value = await this.bound.settle(value, 'tracker', context, plan.where);
+    return policyTrackerPart(value === EXPIRED ? undefined : value, plan.where);
   }
 }

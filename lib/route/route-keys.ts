@@ -46,8 +46,13 @@ function escapeChar(c: string): string {
 /**
  * Every key shape, in one place. Route keys read `<prefix>:{<route>|<tracker>}:<index>:<policy id>`;
  * a route whose policies count different trackers reads `<prefix>:{<route>}|<tracker>:<index>:<id>`;
- * `RateLimitService` keys read `<prefix>:{<key>}:<index>:<policy id>`. Everything between the
- * braces is the Redis Cluster hash tag, so all keys of one decision land in one slot.
+ * `RateLimitService` keys read `<prefix>:{<key>}:<index>:<policy id>`. A route where some policy
+ * shares its budget beyond the route (`scope`) keys every policy by its tracker first:
+ * `<prefix>:{<tracker>}@<scope mark>:<policy id>` for a shared one, and
+ * `<prefix>:{<tracker>}@r|<route>:<index>:<policy id>` for one counted per route. Everything
+ * between the braces is the Redis Cluster hash tag, so all keys of one decision land in one slot.
+ * The shapes never meet: encoded parts hold no `{`, `}` or `|`, so what follows the first `}` (`:`,
+ * `|` or `@`) and whether a `|` precedes it tell them apart.
  */
 export class RouteKeys {
   constructor(private readonly prefix: string) {}
@@ -82,6 +87,33 @@ export class RouteKeys {
   /** A key for programmatic use; the missing `|` keeps it apart from every route key. */
   forKey(key: string, policy: ResolvedPolicy, index: number): string {
     return `${this.prefix}:{${encodeKeyPart(key)}${RouteKeys.tail(policy, index)}`;
+  }
+
+  /**
+   * The constant part of every key of a route with a shared scope, for one tracker (`part`,
+   * already encoded): `<prefix>:{<tracker>}@`. The tracker alone is the hash tag, so that a
+   * shared key is the same from every route and sits in one slot with the route's own keys.
+   */
+  scopedHead(part: string): string {
+    return `${this.prefix}:{${part}}@`;
+  }
+
+  /**
+   * What follows {@link scopedHead} for a policy whose budget lives in `mark` (see `scopeMark`):
+   * `<mark>:<policy id>`. Neither route nor position: the same from every route.
+   */
+  static sharedTail(mark: string, policy: ResolvedPolicy): string {
+    return `${mark}:${policy.id}`;
+  }
+
+  /** The route's part of a key after {@link scopedHead}, for its per-route policies: `r|<route>:`. */
+  static scopedRoute(route: string): string {
+    return `r|${encodeKeyPart(route)}:`;
+  }
+
+  /** What follows {@link scopedHead} for a per-route policy: `r|<route>:<index>:<policy id>`. */
+  static scopedRouteTail(routePart: string, policy: ResolvedPolicy, index: number): string {
+    return `${routePart}${index}:${policy.id}`;
   }
 
   /** `RateLimitService`'s keys: one per policy under the caller's `key`. */

@@ -8,17 +8,33 @@ import { newRouteMemo, type RouteMemo, type Transport } from '../transports/tran
 import { type CountMode, type PolicyTemplate } from './policy-template.js';
 import { placeName } from './rate-limit.decorator.js';
 import { RouteKeys } from './route-keys.js';
+import { scopeMark } from './route-scope.js';
 
 /**
- * What a route uses beyond "count every request of the module's tracker, enforced": policies with
- * their own tracker, counting only some outcomes, shadow mode, waiting, or leases. A route that
- * uses none has no features, and takes none of their steps.
+ * The keys of a route where some policy shares its budget beyond the route, compiled once per
+ * handler: see {@link RouteKeys.scopedHead}.
+ */
+export interface RouteScopes {
+  /** Per policy, where its budget lives (`scopeMark`); undefined for one counted per route. */
+  readonly marks: ReadonlyArray<string | undefined>;
+  /** Per shared policy, what follows the key head, when the policies are fixed. */
+  readonly tails: ReadonlyArray<string | undefined> | undefined;
+  /** The route's part of its per-route keys, built for `label`, kept while the label stays. */
+  readonly route: { label: string | undefined; value: string };
+}
+
+/**
+ * What a route uses beyond "count every request of the module's tracker per route, enforced":
+ * policies with their own tracker, shared scopes, counting only some outcomes, shadow mode,
+ * waiting, or leases. A route that uses none has no features, and takes none of their steps.
  */
 export interface RouteFeatures {
   readonly trackers: ReadonlyArray<PolicyTemplate['tracker']>;
   readonly anyTracker: boolean;
   /** Several policies, some with their own tracker: their keys share the route as hash tag. */
   readonly routeTag: boolean;
+  /** Some policy shares its budget beyond the route: every key is built by its tracker first. */
+  readonly scopes: RouteScopes | undefined;
   readonly shadow: readonly boolean[];
   readonly anyShadow: boolean;
   readonly counts: readonly CountMode[];
@@ -109,7 +125,11 @@ export class RoutePlans {
       policyHeader: fixed && policyHeader(fixed),
       route: newRouteMemo(),
       head: { label: undefined, value: '' },
-      features: routeFeatures(templates, this.shadowAll),
+      features: routeFeatures(
+        templates,
+        this.shadowAll,
+        routeScopes(templates, fixed, (cls as { name?: string }).name ?? ''),
+      ),
     };
   }
 }
@@ -118,6 +138,7 @@ export class RoutePlans {
 function routeFeatures(
   templates: readonly PolicyTemplate[],
   shadowAll: boolean,
+  scopes: RouteScopes | undefined,
 ): RouteFeatures | undefined {
   const trackers = templates.map((t) => t.tracker);
   const shadow = templates.map((t) => shadowAll || t.shadow);
@@ -130,17 +151,37 @@ function routeFeatures(
     if (!shadow[i]) maxWaitMs = Math.max(maxWaitMs, t.maxWaitMs);
   });
   const anyLease = anyHoldsLeases(templates);
-  if (!anyTracker && !anyShadow && !anyCount && maxWaitMs === 0 && !anyLease) return undefined;
+  if (!anyTracker && !anyShadow && !anyCount && maxWaitMs === 0 && !anyLease && !scopes)
+    return undefined;
   return {
     trackers,
     anyTracker,
     routeTag: anyTracker && templates.length > 1,
+    scopes,
     shadow,
     anyShadow,
     counts,
     anyCount,
     maxWaitMs,
     anyLease,
+  };
+}
+
+/** The scoped keys of a handler's templates, or undefined when every policy counts per route. */
+function routeScopes(
+  templates: readonly PolicyTemplate[],
+  fixed: readonly ResolvedPolicy[] | undefined,
+  controller: string,
+): RouteScopes | undefined {
+  if (templates.every((t) => t.scope === 'route')) return undefined;
+  const marks = templates.map((t) => scopeMark(t.scope, controller));
+  return {
+    marks,
+    tails: fixed?.map((p, i) => {
+      const mark = marks[i];
+      return mark === undefined ? undefined : RouteKeys.sharedTail(mark, p);
+    }),
+    route: { label: undefined, value: '' },
   };
 }
 

@@ -10,6 +10,7 @@ import {
   type RateLimitPolicy,
   type RateLimitRootOptions,
   RateLimitService,
+  type RoutePolicy,
   RedisStore,
 } from '../../lib/index.js';
 import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';
@@ -66,6 +67,29 @@ class MixedController {
   }
 }
 
+const API: RoutePolicy = {
+  period: 60,
+  threshold: 4,
+  name: 'api',
+  scope: 'app',
+};
+
+@Controller('scoped')
+class ScopedController {
+  /** A per-route policy and an app-wide one, in one atomic decision. */
+  @RateLimit([{ period: 60, threshold: 2, name: 'route' }, API])
+  @Get('x')
+  x() {
+    return 'ok';
+  }
+
+  @RateLimit([{ period: 60, threshold: 2, name: 'route', algorithm: 'token-bucket' }, API])
+  @Get('y')
+  y() {
+    return 'ok';
+  }
+}
+
 type Step = [advanceMs: number, path: string];
 
 const trackerOf = (context: ExecutionContext) =>
@@ -92,7 +116,7 @@ describe.each(CLIENT_KINDS)('a Nest app on a 3-master Redis Cluster through %s',
       imports: [
         RateLimitModule.forRoot({ keyPrefix: uniquePrefix(), getTracker: trackerOf, ...options }),
       ],
-      controllers: [MixedController],
+      controllers: [MixedController, ScopedController],
     }).compile();
     const created = moduleRef.createNestApplication({ logger: false });
     await created.listen(0, '127.0.0.1');
@@ -246,6 +270,68 @@ describe.each(CLIENT_KINDS)('a Nest app on a 3-master Redis Cluster through %s',
       expect(placements.length).toBeGreaterThanOrEqual(3);
       expect(new Set(placements.map((p) => `${p.node}/${p.slot}`)).size).toBe(1);
     }
+  });
+});
+
+describe.each(CLIENT_KINDS)('shared scopes on a 3-master Redis Cluster through %s', (kind) => {
+  const apps: INestApplication[] = [];
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+
+  it('decides a per-route and an app-wide policy together with no CROSSSLOT, each tracker in one slot', async () => {
+    const client = await connected(cluster().client());
+    const keyPrefix = uniquePrefix();
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RateLimitModule.forRoot({
+          keyPrefix,
+          getTracker: trackerOf,
+          redis: await cluster().connect(kind),
+          // A store error must fail the test, not be answered from memory.
+          onStoreError: 'deny',
+        }),
+      ],
+      controllers: [ScopedController],
+    }).compile();
+    const a = moduleRef.createNestApplication({ logger: false });
+    await a.listen(0, '127.0.0.1');
+    apps.push(a);
+
+    const users = Array.from({ length: 30 }, () => uniqueUser());
+    const paths = ['/scoped/x', '/scoped/x', '/scoped/x', '/scoped/y', '/scoped/y', '/scoped/y'];
+    await Promise.all(
+      users.map(async (user) => {
+        const statuses = [];
+        const shared = [];
+        for (const path of paths) {
+          const res = await request(a.getHttpServer()).get(path).set(USER_HEADER, user);
+          statuses.push(res.status);
+          shared.push(/"api";r=(\d+)/.exec(String(res.headers['ratelimit']))?.[1]);
+        }
+        // x: the route's 2, then its own policy rejects; y: 2 more, then the app's 4 are used.
+        expect(statuses).toEqual([200, 200, 429, 200, 200, 429]);
+        expect(shared).toEqual(['3', '2', '2', '1', '0', '0']);
+      }),
+    );
+
+    const keys = stateKeys(
+      (
+        await Promise.all(client.nodes('master').map((node) => keysOn(node, `${keyPrefix}:*`)))
+      ).flat(),
+    );
+    // Per user: the shared key and one per route.
+    expect(keys).toHaveLength(users.length * 3);
+    const slots = new Map<string, Set<number>>();
+    for (const key of keys) {
+      const tag = /\{(.*?)\}/.exec(key)![1];
+      const slot = await client.cluster('KEYSLOT', key);
+      slots.set(tag, (slots.get(tag) ?? new Set()).add(slot as number));
+    }
+    expect([...slots.keys()].sort()).toEqual([...users].sort());
+    for (const set of slots.values()) expect(set.size).toBe(1);
+    expect(new Set([...slots.values()].map((s) => [...s][0])).size).toBeGreaterThan(1);
   });
 });
 

@@ -32,12 +32,14 @@ describe('the sample app', () => {
     expect(Number(third.headers['retry-after'])).toBeGreaterThanOrEqual(29);
   });
 
-  it('limits /items/:id as one route and leaves /items/health alone', async () => {
+  it('limits /items/:id as one route, shares its budget with /items, and leaves /items/health alone', async () => {
     const server = app.getHttpServer();
     const codes = [];
     for (let id = 1; id <= 11; id++) codes.push((await request(server).get(`/items/${id}`)).status);
     expect(codes.slice(0, 10).every((c) => c === 200)).toBe(true);
     expect(codes[10]).toBe(429);
+    // One budget for the controller: the list has none left either.
+    expect((await request(server).get('/items')).status).toBe(429);
     for (let i = 0; i < 15; i++)
       expect((await request(server).get('/items/health')).status).toBe(200);
   });

@@ -115,6 +115,18 @@ describe('microservice handlers over TCP', () => {
     );
   });
 
+  it('shares a scoped budget between two message patterns, keyed by the caller', async () => {
+    const keyPrefix = uniquePrefix();
+    const a = await app({ keyPrefix });
+    const data = { numbers: [1, 2], user: { id: uniqueUser() } };
+    const outcomes = [];
+    for (const pattern of ['min', 'max', 'min']) outcomes.push(await send(a, pattern, data));
+    expect(codes(outcomes)).toEqual(['ok', 'ok', 429]);
+    expect(stateKeys(await redis().client().keys(`${keyPrefix}:*`))).toEqual([
+      `${keyPrefix}:{user:${data.user.id}}@n|stats:sw:stats`,
+    ]);
+  });
+
   it('drops an @EventPattern event over the limit before its handler runs', async () => {
     const limited: RateLimitDecision[] = [];
     const a = await app({ onLimited: (_context, decision) => limited.push(decision) });

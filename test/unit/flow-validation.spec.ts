@@ -80,6 +80,10 @@ describe('flow control through RateLimitService', () => {
     expect(() => limiter.consume('k', { maxWait: '1s' } as never)).toThrow(
       /RateLimitService.consume: unknown field "maxWait" \(maxWait on a policy applies only to @RateLimit routes; pass it to acquire\(\) or run\(\) as an option\)/,
     );
+    // The caller's key already says who shares the budget.
+    expect(() => limiter.consume('k', { scope: 'app' } as never)).toThrow(
+      'RateLimitService.consume: scope must be omitted: it applies to @RateLimit routes only, got "app"',
+    );
     await expect(limiter.acquire('k', { threshold: 1 }, { maxWait: 'soon' })).rejects.toThrow(
       /RateLimitService.acquire: maxWait must be/,
     );
