@@ -82,7 +82,7 @@ describe('flow control through RateLimitService', () => {
     );
     // The caller's key already says who shares the budget.
     expect(() => limiter.consume('k', { scope: 'app' } as never)).toThrow(
-      'RateLimitService.consume: scope must be omitted: it applies to @RateLimit routes only, got "app"',
+      'RateLimitService.consume: unknown field "scope" (scope applies only to @RateLimit routes)',
     );
     await expect(limiter.acquire('k', { threshold: 1 }, { maxWait: 'soon' })).rejects.toThrow(
       /RateLimitService.acquire: maxWait must be/,

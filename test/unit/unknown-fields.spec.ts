@@ -97,6 +97,8 @@ describe('@RateLimit rejects a field it does not know when the class is defined'
   });
 
   it('takes every field a route policy has, scope and onStoreError included', () => {
+    // A shared scope needs every policy of the route to count the same tracker.
+    const tracker = () => 'user';
     const policy: Required<Omit<RoutePolicy, 'burst' | 'count'>> = {
       period: '1m',
       threshold: 60,
@@ -105,14 +107,14 @@ describe('@RateLimit rejects a field it does not know when the class is defined'
       name: 'api',
       blockDuration: '1m',
       onStoreError: 'deny',
-      tracker: () => 'user',
+      tracker,
       shadow: false,
       maxWait: '1s',
       scope: 'app',
     };
     expect(() => {
       class ApiController {
-        @RateLimit([policy, { algorithm: 'token-bucket', burst: 2, count: 'failures' }])
+        @RateLimit([policy, { algorithm: 'token-bucket', burst: 2, count: 'failures', tracker }])
         call() {}
       }
       return ApiController;
