@@ -26,7 +26,9 @@ const LEASE_POLL_JITTER_MS = 25;
  *
  * When every policy is a bucket (token bucket, GCRA), one store call books the slot and says
  * when it begins: the caller sleeps until then, however long, with no further call, and callers
- * on every instance are let through in the order they booked. Otherwise the call is retried when
+ * on every instance are let through in the order they booked. The sleep is measured from the
+ * reply, so a call starts no earlier than its slot on the store's clock; it may start later, by
+ * the reply's way back and any delay of the event loop. Otherwise the call is retried when
  * the rejecting policies say it may fit (`retryAfterMs`), and a full concurrency limit is asked
  * again when a lease is freed here or every 50-75 ms. A call that cannot fit within what is left
  * of `maxWaitMs` is answered with its rejection at once, as is a cost that can never fit.
@@ -61,8 +63,13 @@ export async function waitForSlot(
         ? await execute(store, { op: 'reserve', limits, maxWaitMs: Math.max(0, leftMs) })
         : await execute(store, { op: 'consume', limits });
       if (decision.allowed) {
+        // The wait runs from the reply, so the call starts at its slot or after, never before.
+        // A timer may fire up to a millisecond early: then it sleeps the rest.
         const waitMs = decision.waitMs ?? 0;
-        if (waitMs > 0 && !gone) await pause(waitMs, (wake) => (interrupt = wake));
+        const slot = performance.now() + waitMs;
+        for (let left = waitMs; left > 0 && !gone; left = slot - performance.now()) {
+          await pause(left, (wake) => (interrupt = wake));
+        }
         if (gone) {
           await giveBack(store, limits, decision);
           throw wait.abandoned?.();

@@ -1,34 +1,37 @@
-import { type ExecutionContext } from '@nestjs/common';
+import { type WarningLogger, warnIfAuthenticatedLate } from './auth-order-warning.js';
 import { encodeKeyPart, standInKeyPart } from './route-keys.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { isPromise } from './policy-template.js';
 import { EXPIRED, type FunctionBound } from './user-functions.js';
-import { type Transport } from '../transports/transport.js';
+import { type RouteCall } from './route-plan.js';
 
 /**
  * Who a call counts against by the module's tracker, as a key part: `getTracker`'s value, else
- * the transport's default (user id, else IP). Only a promise is awaited, through `bound`; a
+ * the transport's default (user id, else IP), which warns once per route about credentials that
+ * came without a user. Only a promise is awaited, through `bound`; a
  * `getTracker` whose promise does not settle in time leaves the default tracker to stand in,
  * marked so that it shares no bucket with any value `getTracker` returns.
  */
 export function moduleTracker(
   options: Pick<ResolvedRateLimitOptions, 'getTracker' | 'ipv6Subnet'>,
   bound: FunctionBound,
-  transport: Transport,
-  context: ExecutionContext,
-  place: string,
-  where: string,
+  call: RouteCall,
+  logger: WarningLogger,
 ): string | Promise<string> {
   const { getTracker, ipv6Subnet } = options;
-  if (getTracker === undefined) return encodeKeyPart(transport.tracker(context, ipv6Subnet));
+  const { context, transport, plan } = call;
+  if (getTracker === undefined) {
+    if (!plan.warned.authOrder) warnIfAuthenticatedLate(call, logger);
+    return encodeKeyPart(transport.tracker(context, ipv6Subnet));
+  }
   const value: unknown = getTracker(context);
-  if (!isPromise(value)) return encodeKeyPart(checkTracker(value, place));
+  if (!isPromise(value)) return encodeKeyPart(checkTracker(value, plan.place));
   return bound
-    .settle(value, 'getTracker', context, where)
+    .settle(value, 'getTracker', context, plan.where)
     .then((settled) =>
       settled === EXPIRED
         ? standInKeyPart(transport.tracker(context, ipv6Subnet))
-        : encodeKeyPart(checkTracker(settled, place)),
+        : encodeKeyPart(checkTracker(settled, plan.place)),
     );
 }
 

@@ -53,8 +53,9 @@ export class RateLimitGuard implements CanActivate {
   ) {
     this.plans = new RoutePlans(reflector, options.shadow);
     this.hooks = new DecisionHooks(options);
-    this.bounds = new UserFunctionBounds(options, memory, new Logger('RateLimit'));
-    this.limits = new RequestLimits(options, this.bounds);
+    const logger = new Logger('RateLimit');
+    this.bounds = new UserFunctionBounds(options, memory, logger);
+    this.limits = new RequestLimits(options, this.bounds, logger);
     this.answer = new RouteAnswer(this.hooks, options.headers, options.errorMessage);
     this.settlement = new Settlement(leases, pending);
   }

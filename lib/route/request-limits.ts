@@ -1,5 +1,6 @@
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { type WarningLogger } from './auth-order-warning.js';
 import { moduleTracker } from './module-tracker.js';
 import { type Limits } from '../stores/store-call.js';
 import { isPromise, resolveCost } from './policy-template.js';
@@ -21,6 +22,7 @@ export class RequestLimits {
       'keyPrefix' | 'getTracker' | 'ipv6Subnet'
     >,
     private readonly bound: FunctionBound,
+    private readonly logger: WarningLogger,
   ) {
     this.shapes = new RouteKeys(options.keyPrefix);
   }
@@ -58,8 +60,7 @@ export class RequestLimits {
 
   /** The module's tracker, as a key part. */
   private moduleTracker(call: RouteCall): string | Promise<string> {
-    const { context, transport, plan } = call;
-    return moduleTracker(this.options, this.bound, transport, context, plan.place, plan.where);
+    return moduleTracker(this.options, this.bound, call, this.logger);
   }
 
   private plain(call: RouteCall, tracker: string, policies: readonly ResolvedPolicy[]): string[] {

@@ -68,6 +68,8 @@ export interface RoutePlan {
   readonly head: { label: string | undefined; value: string };
   /** Undefined for a plain route: one enforced call, the module's tracker, nothing after. */
   readonly features: RouteFeatures | undefined;
+  /** Warnings given for the route already, each given once. */
+  readonly warned: { authOrder: boolean };
 }
 
 /** The plans of every handler, compiled on first use. `null`: the handler is not limited. */
@@ -130,6 +132,7 @@ export class RoutePlans {
         this.shadowAll,
         routeScopes(templates, fixed, (cls as { name?: string }).name ?? ''),
       ),
+      warned: { authOrder: false },
     };
   }
 }

@@ -1,7 +1,7 @@
 import { type ExecutionContext } from '@nestjs/common';
 import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
 import { type HttpRequestLike, type HttpResponseLike, setHeader } from './http-request.js';
-import { addressTracker, defaultTracker, userTracker } from './trackers.js';
+import { addressTracker, credentialsWithoutUser, defaultTracker, userTracker } from './trackers.js';
 import { GraphQLRateLimitError } from '../rate-limit.exception.js';
 import { finiteWait, onceEvent, throughInterceptor, type Transport } from './transport.js';
 
@@ -62,6 +62,12 @@ export const graphqlTransport: Transport = {
       userTracker(ctx.user) ??
       (req == null ? addressTracker(undefined, ipv6Subnet) : defaultTracker(req, ipv6Subnet))
     );
+  },
+
+  credentialsWithoutUser(context) {
+    const ctx = gqlContext(context);
+    const req = requestOf(ctx);
+    return ctx.user == null && req != null && credentialsWithoutUser(req);
   },
 
   route(context, memo, place) {

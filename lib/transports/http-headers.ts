@@ -1,5 +1,6 @@
+import { algorithmOf } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type PolicyDecision, type RateLimitDecision } from '../stores/store.interface.js';
 import { type HttpResponseLike, setHeader } from './http-request.js';
 
 /** Which rate-limit headers responses carry. */
@@ -9,11 +10,39 @@ export const HEADER_MODES: readonly HeaderMode[] = ['ietf', 'legacy', 'both', 'n
 const seconds = (ms: number) => Math.ceil(ms / 1000);
 
 /**
+ * Whether a policy limits calls at once rather than a rate: it has no window and no reset, its
+ * period being a lease's time to live, so the headers leave `w` and `t` out, as the draft allows.
+ */
+const holdsLeases = (policy: ResolvedPolicy) => algorithmOf(policy.algorithm).holdsLeases;
+
+/**
  * `RateLimit-Policy` value (IETF draft-ietf-httpapi-ratelimit-headers-11), built once per route
- * when its policies are fixed: `"5-per-1s";q=5;w=1, "1000-per-1h";q=1000;w=3600`.
+ * when its policies are fixed: `"5-per-1s";q=5;w=1, "1000-per-1h";q=1000;w=3600`; a concurrency
+ * policy has no window: `"4-at-once";q=4`.
  */
 export function policyHeader(policies: readonly ResolvedPolicy[]): string {
-  return policies.map((p) => `"${p.name}";q=${p.threshold};w=${seconds(p.periodMs)}`).join(', ');
+  return policies
+    .map((p) =>
+      holdsLeases(p)
+        ? `"${p.name}";q=${p.threshold}`
+        : `"${p.name}";q=${p.threshold};w=${seconds(p.periodMs)}`,
+    )
+    .join(', ');
+}
+
+/** `RateLimit` item of one policy: `"5-per-1s";r=4;t=1`, or `"4-at-once";r=3` for leases. */
+function quotaItem(d: PolicyDecision): string {
+  const item = `"${d.policy.name}";r=${d.remaining}`;
+  return holdsLeases(d.policy) ? item : `${item};t=${seconds(d.resetAfterMs)}`;
+}
+
+/** The policy `limit`, `remaining` and `resetAfterMs` come from: the first with the fewest left. */
+function bindingPolicy(decision: RateLimitDecision): PolicyDecision | undefined {
+  let binding: PolicyDecision | undefined;
+  for (const d of decision.policies) {
+    if (binding === undefined || d.remaining < binding.remaining) binding = d;
+  }
+  return binding;
 }
 
 /** A wait in whole seconds, rounded up and never 0, so clients do not retry too early. */
@@ -36,18 +65,21 @@ export function writeRateLimitHeaders(
   if (mode === 'ietf' || mode === 'both') {
     setHeader(res, 'RateLimit-Policy', policyValue);
     let value = '';
-    for (const d of decision.policies) {
-      value += `${value ? ', ' : ''}"${d.policy.name}";r=${d.remaining};t=${seconds(d.resetAfterMs)}`;
-    }
+    for (const d of decision.policies) value += `${value ? ', ' : ''}${quotaItem(d)}`;
     setHeader(res, 'RateLimit', value);
   }
   if (mode === 'legacy' || mode === 'both') {
     setHeader(res, 'X-RateLimit-Limit', String(decision.limit));
     setHeader(res, 'X-RateLimit-Remaining', String(decision.remaining));
-    setHeader(res, 'X-RateLimit-Reset', String(seconds(decision.resetAfterMs)));
+    // A concurrency limit is whole again when a call ends, not at a time: no reset to announce.
+    const binding = bindingPolicy(decision);
+    if (binding === undefined || !holdsLeases(binding.policy)) {
+      setHeader(res, 'X-RateLimit-Reset', String(seconds(decision.resetAfterMs)));
+    }
   }
   // Retry-After is plain HTTP, not one of the optional rate-limit fields: always sent on 429,
-  // except when the request can never pass, where any wait would be a lie.
+  // except when the request can never pass, where any wait would be a lie. A full concurrency
+  // limit promises no wait (a lease may be freed at any moment): it says 1 s, a fair retry.
   if (!decision.allowed && Number.isFinite(decision.retryAfterMs)) {
     setHeader(res, 'Retry-After', retryAfterSeconds(decision.retryAfterMs));
   }

@@ -3,6 +3,7 @@ export interface HttpRequestLike {
   method?: string;
   ip?: string;
   user?: unknown;
+  headers?: Record<string, string | string[] | undefined>;
   socket?: { remoteAddress?: string };
   /** Express: the matched route. */
   route?: { path?: unknown };

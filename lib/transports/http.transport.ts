@@ -7,7 +7,7 @@ import {
   routePattern,
   setHeader,
 } from './http-request.js';
-import { defaultTracker } from './trackers.js';
+import { credentialsWithoutUser, defaultTracker } from './trackers.js';
 import { RateLimitException } from '../rate-limit.exception.js';
 import { onceEvent, type Rejection, type Transport } from './transport.js';
 
@@ -29,6 +29,8 @@ const neverUnclaimed = () => false;
 /** Controllers on Express or Fastify: keyed by method and route pattern, answered with 429. */
 export const httpTransport: Transport = {
   tracker: (context, ipv6Subnet) => defaultTracker(request(context), ipv6Subnet),
+
+  credentialsWithoutUser: (context) => credentialsWithoutUser(request(context)),
 
   route(context, memo, place) {
     const req = request(context);

@@ -32,3 +32,12 @@ export function defaultTracker(req: HttpRequestLike, ipv6Subnet: number): string
     addressTracker(req.ip ?? req.socket?.remoteAddress, ipv6Subnet)
   );
 }
+
+/**
+ * Whether an HTTP request says who it is (an `Authorization` header) yet carries no user: the
+ * sign of an auth guard that runs only after the rate-limit guard, so the default tracker counts
+ * the user against the IP.
+ */
+export function credentialsWithoutUser(req: HttpRequestLike): boolean {
+  return req.user == null && req.raw?.user == null && req.headers?.authorization !== undefined;
+}

@@ -38,6 +38,12 @@ export interface Transport {
   /** Who the call counts against when no `getTracker` option is given. */
   tracker(context: ExecutionContext, ipv6Subnet: number): string;
   /**
+   * Whether the call plainly says who it is (an `Authorization` header) yet has no user for
+   * {@link tracker}: the user is authenticated only after the rate-limit guard. Left out where a
+   * transport cannot tell as clearly.
+   */
+  credentialsWithoutUser?(context: ExecutionContext): boolean;
+  /**
    * The route's label, e.g. `GET /items/:id`, `Query.books`, `ws:chat`, `rpc:sum`: `memo.label`
    * when the call's route matches the one memo was last set for, so a repeated route returns the
    * very same string. `place` (`Class.method`) stands in when the transport knows no route.

@@ -236,6 +236,21 @@ describe('GraphQL resolvers (Apollo on Express)', () => {
     expect(logs.errors).toEqual([]);
   });
 
+  it('warns once per field about an Authorization header that arrives without a user', async () => {
+    const logs = new LogCapture();
+    const a = await app({}, { logger: logs });
+    const warnings = () =>
+      logs.entries.filter((e) => e.level === 'warn' && e.context === 'RateLimit');
+    const withToken = () =>
+      request(a.getHttpServer()).post('/graphql').set('Authorization', 'Bearer alice');
+    // Authenticated before the guard (the middleware sets req.user): nothing to say.
+    await withToken().set(USER_HEADER, uniqueUser()).send({ query: '{ books { title } }' });
+    expect(warnings()).toEqual([]);
+    for (let i = 0; i < 3; i++) await withToken().send({ query: '{ books { title } }' });
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0].message).toMatch(/^Query\.books \(BookResolver\.books\) got a request/);
+  });
+
   it('runs skipIf, onDecision and onLimited with the GraphQL context', async () => {
     const decided: Array<[string, string, boolean]> = [];
     const limited: RateLimitDecision[] = [];

@@ -92,7 +92,7 @@ describe.each(CASES)('flow control on the %s store over %s', (kind, adapter) => 
     const [first] = answered;
     expect(first.status).toBe(429);
     expect(first.headers['retry-after']).toBe('1');
-    expect(first.headers['ratelimit']).toMatch(/;r=0;t=\d+$/);
+    expect(first.headers['ratelimit']).toBe('"2-at-once";r=0');
     await waitFor('two requests in the handler', 2000, running(gate, 2));
     expect(gate.visits).toHaveLength(2);
 
@@ -103,7 +103,27 @@ describe.each(CASES)('flow control on the %s store over %s', (kind, adapter) => 
     // Both leases are back: this one takes one of two, leaving one.
     const next = await get('/cc?hold=0');
     expect(next.status).toBe(200);
-    expect(next.headers['ratelimit']).toMatch(/;r=1;t=\d+$/);
+    expect(next.headers['ratelimit']).toBe('"2-at-once";r=1');
+  });
+
+  it('announces no window and no reset for a concurrency limit, whose period is a lease life', async () => {
+    const { get } = await boot({ headers: 'both' });
+    const alone = await get('/cc?hold=0');
+    expect(alone.status).toBe(200);
+    expect(alone.headers['ratelimit-policy']).toBe('"2-at-once";q=2');
+    expect(alone.headers['ratelimit']).toBe('"2-at-once";r=1');
+    expect(alone.headers['x-ratelimit-limit']).toBe('2');
+    expect(alone.headers['x-ratelimit-remaining']).toBe('1');
+    expect(alone.headers['x-ratelimit-reset']).toBeUndefined();
+
+    // Beside a rate limit, only the rate limit has them. The concurrency limit, with one lease
+    // left of two, is the one the legacy fields describe: still no reset.
+    const mixed = await get('/mixed');
+    expect(mixed.status).toBe(200);
+    expect(mixed.headers['ratelimit-policy']).toBe('"2-at-once";q=2, "10-per-1m";q=10;w=60');
+    expect(mixed.headers['ratelimit']).toBe('"2-at-once";r=1, "10-per-1m";r=9;t=60');
+    expect(mixed.headers['x-ratelimit-remaining']).toBe('1');
+    expect(mixed.headers['x-ratelimit-reset']).toBeUndefined();
   });
 
   it('frees the leases of handlers that throw (400 and 500)', async () => {
