@@ -18,13 +18,13 @@ const holdsLeases = (policy: ResolvedPolicy) => algorithmOf(policy.algorithm).ho
 /**
  * `RateLimit-Policy` value (IETF draft-ietf-httpapi-ratelimit-headers-11), built once per route
  * when its policies are fixed: `"5-per-1s";q=5;w=1, "1000-per-1h";q=1000;w=3600`; a concurrency
- * policy has no window: `"4-at-once";q=4`.
+ * policy counts calls at once (draft 11's quota unit) and has no window: `"4-at-once";q=4;qu="concurrent-requests"`.
  */
 export function policyHeader(policies: readonly ResolvedPolicy[]): string {
   return policies
     .map((p) =>
       holdsLeases(p)
-        ? `"${p.name}";q=${p.threshold}`
+        ? `"${p.name}";q=${p.threshold};qu="concurrent-requests"`
         : `"${p.name}";q=${p.threshold};w=${seconds(p.periodMs)}`,
     )
     .join(', ');

@@ -79,7 +79,7 @@ describe('the sample app', () => {
     const next = await request(server).post('/exports');
     expect(next.status).toBe(201);
     expect(next.headers['ratelimit']).toBe('"2-at-once";r=1');
-    expect(next.headers['ratelimit-policy']).toBe('"2-at-once";q=2');
+    expect(next.headers['ratelimit-policy']).toBe('"2-at-once";q=2;qu="concurrent-requests"');
   });
 
   it('holds a burst of /quotes for its turns, 200 ms apart, instead of answering 429', async () => {

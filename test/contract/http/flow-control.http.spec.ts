@@ -110,7 +110,7 @@ describe.each(CASES)('flow control on the %s store over %s', (kind, adapter) => 
     const { get } = await boot({ headers: 'both' });
     const alone = await get('/cc?hold=0');
     expect(alone.status).toBe(200);
-    expect(alone.headers['ratelimit-policy']).toBe('"2-at-once";q=2');
+    expect(alone.headers['ratelimit-policy']).toBe('"2-at-once";q=2;qu="concurrent-requests"');
     expect(alone.headers['ratelimit']).toBe('"2-at-once";r=1');
     expect(alone.headers['x-ratelimit-limit']).toBe('2');
     expect(alone.headers['x-ratelimit-remaining']).toBe('1');
@@ -120,7 +120,9 @@ describe.each(CASES)('flow control on the %s store over %s', (kind, adapter) => 
     // left of two, is the one the legacy fields describe: still no reset.
     const mixed = await get('/mixed');
     expect(mixed.status).toBe(200);
-    expect(mixed.headers['ratelimit-policy']).toBe('"2-at-once";q=2, "10-per-1m";q=10;w=60');
+    expect(mixed.headers['ratelimit-policy']).toBe(
+      '"2-at-once";q=2;qu="concurrent-requests", "10-per-1m";q=10;w=60',
+    );
     expect(mixed.headers['ratelimit']).toBe('"2-at-once";r=1, "10-per-1m";r=9;t=60');
     expect(mixed.headers['x-ratelimit-remaining']).toBe('1');
     expect(mixed.headers['x-ratelimit-reset']).toBeUndefined();
