@@ -58,16 +58,24 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
     client.masters === undefined
       ? undefined
       : (key: string) => client.slots?.[keySlot(key)]?.master?.address ?? '';
+  // A node-redis 5 cluster is open from the moment connect() is called, before it knows its
+  // slots: one the store opens is ready once connect() has resolved.
+  let opening = false;
   return {
     nodeOf,
     library: 'node-redis',
-    ready: () => client.isReady ?? client.isOpen,
+    ready: () => client.isReady ?? (client.isOpen && !opening),
     neverOpened: () => !client.isOpen,
     async open() {
       if (typeof client.connect !== 'function') {
         throw new TypeError('this node-redis client has no connect()');
       }
-      await client.connect();
+      opening = true;
+      try {
+        await client.connect();
+      } finally {
+        opening = false;
+      }
     },
     onReady(listener) {
       // A cluster is ready once it knows its slots, which it tells as `connect`.
