@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
+import { RedisStore } from '../../lib/index.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { startDocumentedApp, type WiringName } from './fixtures/documented-apps.js';
 import { expectOneSharedLimit, httpTraffic, untilShared } from './fixtures/shared-limits.js';
@@ -92,9 +93,14 @@ describe('Redis killed under traffic', () => {
     const ioredis = new Redis(redis.url);
     await ioredis.ping();
     try {
-      for (const client of [nodeRedis, ioredis]) {
+      const handedOver = [
+        { client: nodeRedis, options: { redis: nodeRedis } },
+        { client: ioredis, options: { redis: ioredis } },
+        { client: ioredis, options: { store: new RedisStore({ client: ioredis }) } },
+      ];
+      for (const { client, options } of handedOver) {
         const before = client.listenerCount('error');
-        const app = await createLimiterApp({ redis: client, timeout: 100 }, new CapturingLogger());
+        const app = await createLimiterApp({ ...options, timeout: 100 }, new CapturingLogger());
         expect(client.listenerCount('error')).toBe(before + 1);
         await app.close();
         expect(client.listenerCount('error')).toBe(before);

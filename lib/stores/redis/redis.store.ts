@@ -178,7 +178,7 @@ export class RedisStore extends OperationStore {
    * ```
    */
   async memoryPolicies(): Promise<MemoryPolicy[]> {
-    if (!this.scripts.ready()) throw this.notConnected();
+    if (!this.scripts.ready()) throw this.notConnected;
     const configs = await this.scripts.readConfig('maxmemory*');
     return configs.map((config) => ({
       policy: config['maxmemory-policy'] ?? 'unknown',
@@ -201,19 +201,18 @@ export class RedisStore extends OperationStore {
   }
 
   /**
-   * Listens to the client's `error` events, so that a lost connection never ends the process
-   * (node-redis throws an `error` nobody listens to), and names the latest in the errors of the
-   * decisions that fail meanwhile; calls `onReady` each time the client is ready. The module
-   * watches every client it uses. Returns what removes the listeners again.
+   * Listens to the client's `error` events (node-redis throws one nobody listens to, ending the
+   * process), naming the latest in the errors of decisions that fail meanwhile, and calls
+   * `onReady` on each (re)connection. The module watches every client it uses. Returns the
+   * listeners' removal.
    */
   watchClient(onReady: () => void = () => {}): () => void {
     return this.watch.watch(onReady);
   }
 
   /**
-   * Connects a client nobody has opened (a node-redis `createClient()` without `connect()`) in
-   * the background, trying again until it is open; `close()` then closes it. Decisions fail, and
-   * the fallback answers, until it is ready.
+   * Connects a client nobody has opened (node-redis without `connect()`) in the background, until
+   * it is open; `close()` closes it then. Until it is ready, decisions fail at once.
    */
   connectInBackground(): void {
     this.watch.open();
@@ -222,10 +221,6 @@ export class RedisStore extends OperationStore {
   /** The latest error the client reported since it was last ready, once watched. */
   get connectionError(): Error | undefined {
     return this.watch.error;
-  }
-
-  private notConnected(): StoreNotConnectedError {
-    return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
   }
 
   /** Decides `call` in Redis: one atomic script call over all of its policies. */
@@ -238,7 +233,7 @@ export class RedisStore extends OperationStore {
 
   /** Runs the decision: `op` and its `at` are its first argument (see `decide.lua`). */
   private async decide(limits: Limits, encoded: EncodedCall): Promise<RateLimitDecision> {
-    if (!this.scripts.ready()) throw this.notConnected();
+    if (!this.scripts.ready()) throw this.notConnected;
     const { keys, policies } = limits;
     const costs = encoded.costs ?? limits.costs;
     const op = opArg(encoded);
@@ -293,6 +288,10 @@ export class RedisStore extends OperationStore {
     throw error;
   }
 
+  private get notConnected(): StoreNotConnectedError {
+    return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
+  }
+
   /** The decision's clock argument: the deadline (or none), or the test clock's time. */
   private clockArg(): string {
     if (this.clock !== undefined) {
@@ -301,10 +300,7 @@ export class RedisStore extends OperationStore {
     return this.deadline?.forNow() ?? '';
   }
 
-  /**
-   * Closes the client if the store owns it or connected it, resolving once the connection has
-   * ended.
-   */
+  /** Closes the client if the store owns or connected it, resolving once it has ended. */
   async close(): Promise<void> {
     this.watch.stop();
     if (this.ownsClient || this.watch.opened) await this.scripts.close();
