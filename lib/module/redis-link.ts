@@ -1,5 +1,6 @@
 import { type BootstrapLogger, warnIfEvicting } from '../stores/eviction-warning.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
+import { StoreNotConnectedError } from '../stores/redis/script-client.js';
 import { type ResilientStore } from '../stores/resilient.store.js';
 
 /** How long bootstrap waits for a client to connect, and for the warm-up that follows. */
@@ -45,7 +46,9 @@ export class RedisLink {
       this.state = 'unreachable';
       const reason =
         this.store.connectionError?.message ?? `not connected within ${CONNECT_TIMEOUT_MS}ms`;
-      this.guarded.unreachableAtStart(new Error(reason));
+      // What a decision would fail with now, for an onStoreError handler to choose by.
+      const error = new StoreNotConnectedError(this.store.library, reason);
+      this.guarded.unreachableAtStart(error, reason);
       return;
     }
     this.state = 'connected';

@@ -130,15 +130,15 @@ export class ResilientStore extends ForwardingStore {
   }
 
   /**
-   * The primary store cannot be reached as the application starts: warns once, saying what
-   * answers meanwhile (as `onStoreError` chooses for `error`), and counts the decisions it
-   * answers until {@link connected}.
+   * The primary store cannot be reached as the application starts: warns once, with `reason`,
+   * saying what answers meanwhile (as `onStoreError` chooses for `error`), and counts the
+   * decisions it answers until {@link connected}.
    */
-  unreachableAtStart(error: Error): void {
+  unreachableAtStart(error: Error, reason: string): void {
     const now = performance.now();
     const node = this.health.of('', now);
     node.policy = this.choosePolicy(error, node);
-    this.health.unreachableAtStart(node, now, error.message);
+    this.health.unreachableAtStart(node, now, reason);
   }
 
   /** The primary store's client has connected: ends the outage that began at startup. */

@@ -7,12 +7,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { RateLimitService } from '../../lib/index.js';
+import { RateLimitService, StoreNotConnectedError } from '../../lib/index.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait-for.js';
 import { startDocumentedApp, type WiringName } from './fixtures/documented-apps.js';
 import { expectOneSharedLimit, untilShared } from './fixtures/shared-limits.js';
-import { CapturingLogger } from './traffic.js';
+import { CapturingLogger, createLimiterApp } from './traffic.js';
 
 const WIRINGS: WiringName[] = [
   'node-redis, handed over unconnected',
@@ -90,4 +90,34 @@ describe('starting while Redis is down', () => {
       }
     },
   );
+
+  it('asks an onStoreError handler at startup, and says what it chose', async () => {
+    await redis.kill('SIGKILL');
+    const logger = new CapturingLogger();
+    const seen: Error[] = [];
+    const app = await createLimiterApp(
+      {
+        redis: redis.url,
+        onStoreError: (error) => {
+          seen.push(error);
+          return 'deny';
+        },
+      },
+      logger,
+    );
+    try {
+      expect(seen[0]).toBeInstanceOf(StoreNotConnectedError);
+      expect(seen[0].message).toMatch(/ECONNREFUSED/);
+      expect(logger.warnings).toEqual([
+        expect.stringMatching(
+          /^Redis is unreachable .*; denying every request with 503 until it connects/,
+        ),
+      ]);
+      const decision = await app.get(RateLimitService).consume('boot', { threshold: 5 });
+      expect(decision).toMatchObject({ allowed: false, degraded: 'deny' });
+    } finally {
+      await app.close();
+      await redis.restart();
+    }
+  });
 });
