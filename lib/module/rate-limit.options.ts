@@ -14,8 +14,8 @@ import {
 
 /**
  * An ioredis `Redis` or `Cluster`; a node-redis client or cluster (`createClient()`,
- * `createCluster()`, v5 or later), already connected; ioredis options; or a `redis://` URL.
- * Options and URLs create an ioredis client.
+ * `createCluster()`, v5 or later), unconnected (the module connects it) or connected; ioredis
+ * options; or a `redis://` URL. Options and URLs create an ioredis client.
  */
 export type RedisConnection = Redis | Cluster | NodeRedisClient | RedisOptions | string;
 
