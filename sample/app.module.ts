@@ -13,7 +13,7 @@ import { QuotesController } from './quotes.controller.js';
  * `REDIS_URL` shares the limits through Redis, with an ioredis client the module creates;
  * `REDIS_CLIENT=node-redis` hands it a node-redis client instead. Neither: memory.
  */
-async function redisConnection(logger: Logger): Promise<RedisConnection | undefined> {
+function redisConnection(logger: Logger): RedisConnection | undefined {
   const url = process.env.REDIS_URL;
   if (!url) {
     logger.log('Rate limits are kept in memory; set REDIS_URL to share them through Redis');
@@ -24,17 +24,15 @@ async function redisConnection(logger: Logger): Promise<RedisConnection | undefi
   logger.log(
     `Rate limits are shared through Redis at ${new URL(url).host} (${nodeRedis ? 'node-redis' : 'ioredis'})`,
   );
-  if (!nodeRedis) return url;
-  const client = createClient({ url });
-  client.on('error', (error: Error) => logger.warn(`Redis: ${error.message}`));
-  return client.connect();
+  // Unconnected: the module connects it in the background, so the app starts without Redis.
+  return nodeRedis ? createClient({ url }) : url;
 }
 
 @Module({
   imports: [
     RateLimitModule.forRootAsync({
-      useFactory: async () => {
-        const redis = await redisConnection(new Logger('Sample'));
+      useFactory: () => {
+        const redis = redisConnection(new Logger('Sample'));
         return { ...(redis ? { redis } : {}), onDecision: countDecision };
       },
     }),

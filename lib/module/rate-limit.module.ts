@@ -171,18 +171,22 @@ export class RateLimitModule implements OnApplicationShutdown {
     return { module: RateLimitModule, global: true, imports, providers, exports: exported };
   }
 
-  /** Lets a client the module created connect before requests arrive (bounded by its timeout). */
+  /**
+   * Lets a Redis client connect before requests arrive, bounded by its connect timeout: without
+   * Redis the application starts all the same, on the fallback.
+   */
   async onModuleInit(): Promise<void> {
     await this.handle.ready();
   }
 
   onApplicationBootstrap(): void {
-    this.logger.log(`Using the ${this.handle.kind} store`);
+    const message = this.handle.startedMessage();
+    if (message !== undefined) this.logger.log(message);
   }
 
   async onApplicationShutdown(): Promise<void> {
     // Leases first, while the store can still free them for the other instances.
     await this.leases.close();
-    if (this.handle.owned) await this.handle.store.close?.();
+    await this.handle.close();
   }
 }

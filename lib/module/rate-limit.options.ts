@@ -15,8 +15,8 @@ import {
 
 /**
  * An ioredis `Redis` or `Cluster`; a node-redis client or cluster (`createClient()`,
- * `createCluster()`, v5 or later), already connected; ioredis options; or a `redis://` URL.
- * Options and URLs create an ioredis client.
+ * `createCluster()`, v5 or later), unconnected (the module connects it) or connected; ioredis
+ * options; or a `redis://` URL. Options and URLs create an ioredis client.
  */
 export type RedisConnection = Redis | Cluster | NodeRedisClient | RedisOptions | string;
 
@@ -27,16 +27,18 @@ export type DecisionHook = (context: ExecutionContext, decision: RateLimitDecisi
 export interface RateLimitModuleOptions {
   /**
    * Where shared state lives: an ioredis or node-redis client, ioredis options, or a URL (which
-   * creates an ioredis client). A client you pass stays open on shutdown; a client the module
-   * creates is closed. Omit both `redis` and `store` for the in-memory store.
+   * creates an ioredis client). A client you pass connected stays open on shutdown; one the module
+   * creates, or a node-redis client it connects because it came unconnected, is closed. The
+   * application starts whether Redis is up or not. Omit both `redis` and `store` for the
+   * in-memory store.
    *
    * @example
    * ```ts
    * RateLimitModule.forRoot({ redis: process.env.REDIS_URL });
    * RateLimitModule.forRoot({ redis: new Cluster([{ host: 'redis-1', port: 6379 }]) });
-   * // node-redis: connect it first
+   * // node-redis: hand it over unconnected, and the module connects it in the background
    * RateLimitModule.forRootAsync({
-   *   useFactory: async () => ({ redis: await createClient({ url: process.env.REDIS_URL }).connect() }),
+   *   useFactory: () => ({ redis: createClient({ url: process.env.REDIS_URL }) }),
    * });
    * ```
    */

@@ -5,25 +5,26 @@ import {
 } from './rate-limit.options.js';
 import { configError } from '../policy/validation.js';
 import { BlockCacheStore } from '../stores/block-cache.js';
-import { type BootstrapLogger, warnIfEvicting } from '../stores/eviction-warning.js';
+import { type BootstrapLogger } from '../stores/eviction-warning.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from '../stores/redis/redis-client.js';
 import { ResilientStore } from '../stores/resilient.store.js';
 import { type RateLimitStore } from '../stores/store.interface.js';
+import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js';
 
-/** The active store, whether the module made it (and so closes it), and how to await its link. */
+/** The active store, its link to Redis if any, and what the module does with them. */
 export interface StoreHandle {
   readonly store: RateLimitStore;
-  readonly owned: boolean;
-  readonly kind: 'redis' | 'memory' | 'custom';
   /** The instance's memory store: what decides under `onStoreError: 'memory'`. */
   readonly memory: RateLimitStore;
-  /** Resolves once a client the module created is connected, or after its connect timeout. */
-  readonly ready: () => Promise<void>;
+  /** Resolves once a Redis client is connected and warmed up, or after its connect timeout. */
+  ready(): Promise<void>;
+  /** What to log once the application has started, if a warning has not said it already. */
+  startedMessage(): string | undefined;
+  /** Closes what the module owns, and lets go of what it was handed. */
+  close(): Promise<void>;
 }
-
-const CONNECT_TIMEOUT_MS = 2000;
 
 /**
  * Defaults for clients the module creates: fail at once while disconnected instead of queueing
@@ -42,7 +43,6 @@ export const CLIENT_DEFAULTS: Readonly<RedisOptions> = Object.freeze({
 });
 
 const WHERE = 'RateLimitModule options';
-const nothingToAwait = () => Promise.resolve();
 
 /**
  * Picks the store the options describe: a custom one, Redis, or memory. Anything but a memory
@@ -61,20 +61,47 @@ export function createStore(
       maxBytes: options.maxMemoryBytes,
       maxKeys: options.maxMemoryKeys,
     }));
-  const resilient = (primary: RateLimitStore, ownsPrimary: boolean) => {
-    const guarded = new ResilientStore(primary, {
+  const guard = (primary: RateLimitStore, ownsPrimary: boolean) =>
+    new ResilientStore(primary, {
       timeoutMs: options.timeout,
       onStoreError: options.onStoreError,
       fallback: memory(),
       ownsPrimary,
       logger,
     });
-    // Outermost, so a flooding key costs neither a store call nor a deadline.
-    if (!options.blockCache) return guarded;
-    return new BlockCacheStore(guarded, {
-      clock,
-      onStoreFailure: (call) => guarded.degrade(call),
-    });
+  // Outermost, so a flooding key costs neither a store call nor a deadline.
+  const cached = (guarded: ResilientStore): RateLimitStore =>
+    options.blockCache
+      ? new BlockCacheStore(guarded, { clock, onStoreFailure: (call) => guarded.degrade(call) })
+      : guarded;
+  const handle = (
+    kind: string,
+    active: RateLimitStore,
+    owned: boolean,
+    fallback = memory(),
+  ): StoreHandle => ({
+    store: active,
+    memory: fallback,
+    ready: () => Promise.resolve(),
+    startedMessage: () => `Using the ${kind} store`,
+    close: async () => {
+      if (owned) await active.close?.();
+    },
+  });
+  const linked = (primary: RedisStore, owner: ClientOwner, ownsPrimary: boolean): StoreHandle => {
+    const guarded = guard(primary, ownsPrimary);
+    const link = new RedisLink(primary, guarded, owner, logger);
+    const active = cached(guarded);
+    return {
+      store: active,
+      memory: memory(),
+      ready: () => link.ready(),
+      startedMessage: () => link.startedMessage,
+      close: async () => {
+        await active.close?.();
+        await link.close();
+      },
+    };
   };
 
   if (store !== undefined) {
@@ -82,41 +109,24 @@ export function createStore(
       throw configError(WHERE, 'store', store, 'an object with a consume() method');
     }
     // A memory store cannot fail or stall, so there is nothing to guard it against.
-    if (store instanceof MemoryStore)
-      return { store, owned: false, kind: 'custom', memory: store, ready: nothingToAwait };
+    if (store instanceof MemoryStore) {
+      return handle('custom', store, false, store);
+    }
     if (store instanceof RedisStore) {
       // Handed over ready-made, it gets what the module gives the Redis stores it builds.
       store.answerWithinByDefault(options.timeout);
-      warnIfNeverOpened(store, logger);
-      const ready = () => connected(store, logger);
-      const guarded = resilient(store, false);
-      return { store: guarded, owned: true, kind: 'redis', memory: memory(), ready };
+      return linked(store, 'owner', false);
     }
-    const guarded = resilient(store, false);
-    return { store: guarded, owned: true, kind: 'custom', memory: memory(), ready: nothingToAwait };
+    return handle('custom', cached(guard(store, false)), true);
   }
-  if (redis === undefined)
-    return {
-      store: memory(),
-      owned: true,
-      kind: 'memory',
-      memory: memory(),
-      ready: nothingToAwait,
-    };
+  if (redis === undefined) return handle('memory', memory(), true);
   if (scriptClientFor(redis) !== undefined) {
     const primary = new RedisStore({
       client: redis as RedisClient,
       clock,
       answerWithinMs: options.timeout,
     });
-    warnIfNeverOpened(primary, logger);
-    return {
-      store: resilient(primary, false),
-      owned: true,
-      kind: 'redis',
-      memory: memory(),
-      ready: () => connected(primary, logger),
-    };
+    return linked(primary, 'owner', true);
   }
   if (typeof redis !== 'string' && (redis === null || typeof redis !== 'object')) {
     throw configError(
@@ -130,41 +140,11 @@ export function createStore(
     typeof redis === 'string'
       ? new Redis(redis, CLIENT_DEFAULTS)
       : new Redis({ ...CLIENT_DEFAULTS, ...(redis as RedisOptions) });
-  // Connection errors are answered by the fallback and logged once; keep them off the process.
-  client.on('error', () => {});
   const primary = new RedisStore({
     client,
     clock,
     ownsClient: true,
     answerWithinMs: options.timeout,
   });
-  return {
-    store: resilient(primary, true),
-    owned: true,
-    kind: 'redis',
-    memory: memory(),
-    ready: () => connected(primary, logger),
-  };
-}
-
-function warnIfNeverOpened(store: RedisStore, logger: BootstrapLogger): void {
-  if (!store.neverOpened) return;
-  logger.warn(
-    `The ${store.library} client passed to RateLimitModule is not connected; call its connect() first (until then the fallback answers)`,
-  );
-}
-
-/**
- * Waits, at bootstrap only, until the client is connected or its connect timeout has passed, so
- * that the first requests are shared rather than answered by the fallback. Polls: the same way
- * for both libraries, and only while the application starts. Then warms the store up and, if
- * connected, checks that Redis cannot evict the module's keys.
- */
-async function connected(store: RedisStore, logger: BootstrapLogger): Promise<void> {
-  const deadline = performance.now() + CONNECT_TIMEOUT_MS;
-  while (!store.connected && !store.neverOpened && performance.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  if (!store.connected) return store.warmUp();
-  await Promise.all([store.warmUp(), warnIfEvicting(store, logger)]);
+  return linked(primary, 'module', true);
 }

@@ -62,6 +62,8 @@ export class NodeHealthMap {
   private readonly nodes = new Map<string, NodeHealth>();
   private readonly inOutage = new Set<NodeHealth>();
   private last: NodeHealth;
+  /** The outage that began as the application started, until the client first connects. */
+  private atStart: NodeHealth | undefined;
 
   constructor(
     private readonly initialPolicy: StoreErrorPolicy,
@@ -127,6 +129,35 @@ export class NodeHealthMap {
     );
   }
 
+  /**
+   * The store could not be reached as the application started: an outage of the server (or of a
+   * cluster's unnamed node) from `now`, warned about once here instead of by the first decision
+   * that fails; {@link connected} ends it.
+   */
+  unreachableAtStart(health: NodeHealth, now: number, reason: string): void {
+    if (health.outageSince !== undefined) return;
+    health.outageSince = now;
+    health.lastFailureAt = now;
+    health.fallbackAnswers = 0;
+    this.inOutage.add(health);
+    this.atStart = health;
+    this.logger.warn(
+      `Redis is unreachable (${reason}); ${ANSWERS[health.policy]} until it connects, then limits are shared through Redis`,
+    );
+  }
+
+  /** The client has connected: ends the outage that began at startup, if it is still on. */
+  connected(now: number): void {
+    const health = this.atStart;
+    this.atStart = undefined;
+    if (health?.outageSince === undefined) return;
+    const seconds = ((now - health.outageSince) / 1000).toFixed(1);
+    this.logger.log(
+      `Redis connected after ${seconds}s: rate limits are shared through Redis from now on; the fallback answered ${health.fallbackAnswers} decisions meanwhile`,
+    );
+    this.endOutage(health);
+  }
+
   private recovered(health: NodeHealth): void {
     const seconds = ((health.healthySince! - health.outageSince!) / 1000).toFixed(1);
     this.logger.log(
@@ -156,6 +187,7 @@ export class NodeHealthMap {
   }
 
   private endOutage(health: NodeHealth): void {
+    if (health === this.atStart) this.atStart = undefined;
     health.outageSince = undefined;
     health.healthySince = undefined;
     this.inOutage.delete(health);

@@ -132,6 +132,23 @@ export class ResilientStore extends ForwardingStore {
     return this.health.degraded;
   }
 
+  /**
+   * The primary store cannot be reached as the application starts: warns once, with `reason`,
+   * saying what answers meanwhile (as `onStoreError` chooses for `error`), and counts the
+   * decisions it answers until {@link connected}.
+   */
+  unreachableAtStart(error: Error, reason: string): void {
+    const now = performance.now();
+    const node = this.health.of('', now);
+    node.policy = this.choosePolicy(error, node);
+    this.health.unreachableAtStart(node, now, reason);
+  }
+
+  /** The primary store's client has connected: ends the outage that began at startup. */
+  connected(): void {
+    this.health.connected(performance.now());
+  }
+
   override async close(): Promise<void> {
     this.deadlines.close();
     await this.options.fallback.close?.();

@@ -3,6 +3,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Controller, type ExecutionContext, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { type Cluster, type Redis } from 'ioredis';
+import { createCluster } from 'redis';
+import { createCluster as createClusterV5 } from 'redis-v5';
 import request from 'supertest';
 import {
   RateLimit,
@@ -11,6 +13,7 @@ import {
   type RateLimitRootOptions,
   RateLimitService,
   type RoutePolicy,
+  type NodeRedisClient,
   RedisStore,
 } from '../../lib/index.js';
 import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';
@@ -334,6 +337,41 @@ describe.each(CLIENT_KINDS)('shared scopes on a 3-master Redis Cluster through %
     expect(new Set([...slots.values()].map((s) => [...s][0])).size).toBeGreaterThan(1);
   });
 });
+type RootNodes = Array<{ url: string }>;
+const UNOPENED_CLUSTERS: Array<[string, (rootNodes: RootNodes) => NodeRedisClient]> = [
+  ['node-redis', (rootNodes) => createCluster({ rootNodes })],
+  ['node-redis@5', (rootNodes) => createClusterV5({ rootNodes })],
+];
+
+describe.each(UNOPENED_CLUSTERS)(
+  'a node-redis cluster handed over unconnected (%s)',
+  (_, create) => {
+    it('is connected by the module, decides in Redis, and is closed on shutdown', async () => {
+      const rootNodes = cluster().startupNodes.map((n) => ({ url: `redis://${n.host}:${n.port}` }));
+      // As docs/redis.md shows it: no connect(), no error listener.
+      const unopened = create(rootNodes);
+      const moduleRef = await Test.createTestingModule({
+        imports: [RateLimitModule.forRoot({ redis: unopened, keyPrefix: uniquePrefix() })],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      try {
+        const decisions = [];
+        for (let i = 0; i < 3; i++) {
+          decisions.push(await app.get(RateLimitService).consume('unopened', { threshold: 2 }));
+        }
+        expect(decisions.map((d) => [d.allowed, d.degraded])).toEqual([
+          [true, undefined],
+          [true, undefined],
+          [false, undefined],
+        ]);
+      } finally {
+        await app.close();
+      }
+      expect(unopened.isOpen).toBe(false);
+    });
+  },
+);
 
 async function keysOn(node: Redis, pattern: string): Promise<string[]> {
   const keys: string[] = [];

@@ -20,8 +20,17 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
       return client.status === 'ready';
     },
     neverOpened: () => false,
+    async open() {
+      // Only a lazyConnect client waits to be told; any other connects on its own.
+      if (client.status === 'wait') await client.connect();
+    },
     onReady(listener) {
       client.on('ready', listener);
+      return () => void client.off('ready', listener);
+    },
+    onError(listener) {
+      client.on('error', listener);
+      return () => void client.off('error', listener);
     },
     run(script, keys, args) {
       batch();

@@ -34,10 +34,13 @@ export interface NodeRedisClient {
   readonly slots?: ReadonlyArray<{ readonly master?: { readonly address?: string } } | undefined>;
   /** The same client with other command options (node-redis 5 and later). */
   withCommandOptions?(options: { timeout?: number }): NodeRedisClient;
+  /** Opens the client; the module calls it on a client handed over unopened. */
+  connect?(): Promise<unknown>;
   close(): Promise<void>;
   destroy(): void;
-  /** Its events; `ready` after each (re)connection. */
-  on?(event: 'ready', listener: () => void): unknown;
+  /** Its events: `ready` after each (re)connection (`connect` on a cluster), `error`. */
+  on?(event: string, listener: (error: Error) => void): unknown;
+  off?(event: string, listener: (error: Error) => void): unknown;
 }
 
 // Shutdown must finish even if the server never answers what is pending.
@@ -55,14 +58,31 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
     client.masters === undefined
       ? undefined
       : (key: string) => client.slots?.[keySlot(key)]?.master?.address ?? '';
+  // A node-redis 5 cluster is open from the moment connect() is called, before it knows its
+  // slots: one the store opens is ready once connect() has resolved.
+  let opening = false;
   return {
     nodeOf,
     library: 'node-redis',
-    ready: () => client.isReady ?? client.isOpen,
+    ready: () => client.isReady ?? (client.isOpen && !opening),
     neverOpened: () => !client.isOpen,
-    onReady(listener) {
-      client.on?.('ready', listener);
+    async open() {
+      if (typeof client.connect !== 'function') {
+        throw new TypeError('this node-redis client has no connect()');
+      }
+      opening = true;
+      try {
+        await client.connect();
+      } finally {
+        opening = false;
+      }
     },
+    onReady(listener) {
+      // A cluster is ready once it knows its slots, which it tells as `connect`.
+      const events = client.masters === undefined ? ['ready'] : ['ready', 'connect'];
+      return listen(client, events, listener);
+    },
+    onError: (listener) => listen(client, ['error'], listener),
     run(script, keys, args) {
       // Cluster routing reads the first key, so every key of a decision shares its hash tag.
       const options = { keys: keys as string[], arguments: args as string[] };
@@ -96,6 +116,8 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
     },
     async close() {
       if (!client.isOpen) return;
+      // Still (re)connecting: nothing to flush, and close() would wait for the connection.
+      if (client.isReady === false) return client.destroy();
       let timer: NodeJS.Timeout | undefined;
       const giveUp = new Promise<'late'>((resolve) => {
         timer = setTimeout(() => resolve('late'), CLOSE_GRACE_MS);
@@ -116,4 +138,16 @@ async function primaries(client: NodeRedisClient): Promise<NodeRedisClient[]> {
   if (masters === undefined) return [client];
   if (typeof nodeClient !== 'function') return [];
   return Promise.all(masters.map((master) => nodeClient.call(client, master)));
+}
+
+/** Adds `listener` for each of `events`; returns what removes them again. */
+function listen(
+  client: NodeRedisClient,
+  events: readonly string[],
+  listener: (error: Error) => void,
+): () => void {
+  for (const event of events) client.on?.(event, listener);
+  return () => {
+    for (const event of events) client.off?.(event, listener);
+  };
 }

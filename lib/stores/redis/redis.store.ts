@@ -8,6 +8,7 @@ import { type Clock, type RateLimitDecision } from '../store.interface.js';
 import { type RedisClient, scriptClientFor } from './redis-client.js';
 import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
+import { ClientWatch } from './client-watch.js';
 import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
 import { lostInFlight, ReconnectWaiters } from './lost-replies.js';
@@ -17,7 +18,8 @@ import { DECISION_SCRIPTS, type DecisionScript } from './scripts.js';
 export interface RedisStoreOptions {
   /**
    * An ioredis `Redis` or `Cluster`, or a node-redis client from `createClient()` or
-   * `createCluster()` (v5 or later), connected by its owner.
+   * `createCluster()` (v5 or later). Connected by its owner, or by the module when it is handed
+   * over unopened.
    */
   client: RedisClient;
   /** Close the client in `close()`. Set by the module for clients it created itself. */
@@ -79,7 +81,7 @@ const RESEND_WITHOUT_DEADLINE_MS = 4000;
  * ```ts
  * RateLimitModule.forRoot({ store: new RedisStore({ client: new Redis(process.env.REDIS_URL) }) });
  * // or, with node-redis:
- * RateLimitModule.forRoot({ store: new RedisStore({ client: await createClient().connect() }) });
+ * RateLimitModule.forRoot({ store: new RedisStore({ client: createClient() }) }); // the module connects it
  * ```
  */
 export class RedisStore extends OperationStore {
@@ -90,6 +92,7 @@ export class RedisStore extends OperationStore {
   private readonly clock: Clock | undefined;
   private deadline: AnswerDeadline | undefined;
   private readonly reconnected: ReconnectWaiters;
+  private readonly watch: ClientWatch;
 
   constructor(options: RedisStoreOptions) {
     super();
@@ -103,6 +106,7 @@ export class RedisStore extends OperationStore {
     this.scripts = scripts;
     this.runner = new DecisionRunner(scripts, options.functions ?? true);
     this.reconnected = new ReconnectWaiters(scripts);
+    this.watch = new ClientWatch(scripts);
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
     // A simulated clock has no relation to the time at which Redis runs the script.
@@ -174,7 +178,7 @@ export class RedisStore extends OperationStore {
    * ```
    */
   async memoryPolicies(): Promise<MemoryPolicy[]> {
-    if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
+    if (!this.scripts.ready()) throw this.notConnected;
     const configs = await this.scripts.readConfig('maxmemory*');
     return configs.map((config) => ({
       policy: config['maxmemory-policy'] ?? 'unknown',
@@ -196,6 +200,29 @@ export class RedisStore extends OperationStore {
     return this.scripts.neverOpened();
   }
 
+  /**
+   * Listens to the client's `error` events (node-redis throws one nobody listens to, ending the
+   * process), naming the latest in the errors of decisions that fail meanwhile, and calls
+   * `onReady` on each (re)connection. The module watches every client it uses. Returns the
+   * listeners' removal.
+   */
+  watchClient(onReady: () => void = () => {}): () => void {
+    return this.watch.watch(onReady);
+  }
+
+  /**
+   * Connects a client nobody has opened (node-redis without `connect()`) in the background, until
+   * it is open; `close()` closes it then. Until it is ready, decisions fail at once.
+   */
+  connectInBackground(): void {
+    this.watch.open();
+  }
+
+  /** The latest error the client reported since it was last ready, once watched. */
+  get connectionError(): Error | undefined {
+    return this.watch.error;
+  }
+
   /** Decides `call` in Redis: one atomic script call over all of its policies. */
   execute(call: StoreCall): Promise<RateLimitDecision> {
     const encoded = encodeCall(call);
@@ -206,7 +233,7 @@ export class RedisStore extends OperationStore {
 
   /** Runs the decision: `op` and its `at` are its first argument (see `decide.lua`). */
   private async decide(limits: Limits, encoded: EncodedCall): Promise<RateLimitDecision> {
-    if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
+    if (!this.scripts.ready()) throw this.notConnected;
     const { keys, policies } = limits;
     const costs = encoded.costs ?? limits.costs;
     const op = opArg(encoded);
@@ -261,6 +288,10 @@ export class RedisStore extends OperationStore {
     throw error;
   }
 
+  private get notConnected(): StoreNotConnectedError {
+    return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
+  }
+
   /** The decision's clock argument: the deadline (or none), or the test clock's time. */
   private clockArg(): string {
     if (this.clock !== undefined) {
@@ -269,9 +300,10 @@ export class RedisStore extends OperationStore {
     return this.deadline?.forNow() ?? '';
   }
 
-  /** Closes the client if the store owns it, resolving once the connection has ended. */
+  /** Closes the client if the store owns or connected it, resolving once it has ended. */
   async close(): Promise<void> {
-    if (this.ownsClient) await this.scripts.close();
+    this.watch.stop();
+    if (this.ownsClient || this.watch.opened) await this.scripts.close();
   }
 }
 

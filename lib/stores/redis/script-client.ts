@@ -18,8 +18,18 @@ export interface ScriptClient {
   ready(): boolean;
   /** Whether the client was never opened by its owner (node-redis needs `connect()`). */
   neverOpened(): boolean;
-  /** Calls `listener` each time the client is ready again after (re)connecting. */
-  onReady(listener: () => void): void;
+  /**
+   * Opens a client nobody has opened: settles once it is connected, or rejects when it gives up
+   * (a node-redis cluster none of whose root nodes answers).
+   */
+  open(): Promise<void>;
+  /** Calls `listener` each time the client is ready again after (re)connecting; returns its removal. */
+  onReady(listener: () => void): () => void;
+  /**
+   * Listens to the client's `error` events, which both libraries emit on every failed connection
+   * attempt (node-redis throws one nobody listens to, which ends the process); returns its removal.
+   */
+  onError(listener: (error: Error) => void): () => void;
   /** EVALSHA `script` over `keys` and `args`, and EVAL when the server answers NOSCRIPT. */
   run(script: DecisionScript, keys: readonly string[], args: ScriptArgs): Promise<unknown>;
   /** FCALL the function `fn` over `keys` and `args`. */
@@ -65,8 +75,10 @@ export class FunctionsUnsupportedError extends Error {
 /** Rejection of a decision that was not sent because the client is not connected. */
 export class StoreNotConnectedError extends Error {
   override readonly name = 'StoreNotConnectedError';
-  constructor(library: string) {
-    super(`the ${library} client is not connected; nothing was sent`);
+  /** `reason`: the latest connection error the client reported, when known. */
+  constructor(library: string, reason?: string) {
+    const why = reason === undefined ? '' : ` (${reason})`;
+    super(`the ${library} client is not connected${why}; nothing was sent`);
   }
 }
 
