@@ -131,10 +131,8 @@ async function redisKeys(port) {
 async function waitForRedis(port) {
   for (let i = 0; i < 100; i++) {
     try {
-      if (
-        execFileSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).trim() ===
-        'PONG'
-      )
+      const options = { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] };
+      if (execFileSync('redis-cli', ['-p', String(port), 'ping'], options).trim() === 'PONG')
         return;
     } catch {
       /* not up yet */
