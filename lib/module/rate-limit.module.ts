@@ -24,8 +24,8 @@ import {
   type RateLimitOptionsFactory,
   type RateLimitRootOptions,
   type ResolvedRateLimitOptions,
-  resolveOptions,
 } from './rate-limit.options.js';
+import { resolveOptions } from './resolve-options.js';
 import { configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { RateLimitService } from '../service/rate-limit.service.js';

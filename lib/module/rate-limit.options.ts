@@ -1,10 +1,8 @@
 import { type ExecutionContext, type ModuleMetadata, type Type } from '@nestjs/common';
 import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { type NodeRedisClient } from '../stores/redis/node-redis.client.js';
-import { HEADER_MODES, type HeaderMode } from '../transports/http-headers.js';
-import { configError } from '../policy/validation.js';
-import { checkFields, type FieldList, knownFields } from '../policy/known-fields.js';
-import { defaultMemoryBudget, heapLimitBytes } from '../stores/memory/memory-size.js';
+import { type HeaderMode } from '../transports/http-headers.js';
+import { type FieldList } from '../policy/known-fields.js';
 import {
   type Clock,
   type RateLimitDecision,
@@ -219,110 +217,4 @@ export interface ResolvedRateLimitOptions {
   readonly onLimited: DecisionHook | undefined;
   readonly skipIf: RateLimitModuleOptions['skipIf'];
   readonly shadow: boolean;
-}
-
-export const DEFAULT_KEY_PREFIX = 'rate-limit';
-export const DEFAULT_TIMEOUT_MS = 100;
-export const DEFAULT_FUNCTION_TIMEOUT_MS = 1000;
-export const STORE_ERROR_POLICIES: readonly StoreErrorPolicy[] = ['memory', 'allow', 'deny'];
-export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
-
-// What a factory returns is the module options alone; forRoot() has taken globalGuard out already.
-const MODULE_FIELDS = knownFields(MODULE_OPTION_FIELDS, {
-  globalGuard: 'globalGuard goes beside useFactory in forRootAsync(), not in what it returns',
-});
-
-/** Validates options once, at bootstrap, into a frozen form the hot path never re-checks. */
-export function resolveOptions(raw: RateLimitModuleOptions | undefined): ResolvedRateLimitOptions {
-  const where = 'RateLimitModule options';
-  if (raw == null || typeof raw !== 'object') throw configError(where, 'options', raw, 'an object');
-  checkFields(raw, MODULE_FIELDS, where);
-  const keyPrefix = raw.keyPrefix ?? DEFAULT_KEY_PREFIX;
-  if (typeof keyPrefix !== 'string' || /[{}\s]/.test(keyPrefix)) {
-    throw configError(where, 'keyPrefix', keyPrefix, 'a string without braces or spaces');
-  }
-  const headers = raw.headers ?? 'ietf';
-  if (!HEADER_MODES.includes(headers)) {
-    throw configError(where, 'headers', headers, `one of ${HEADER_MODES.join(', ')}`);
-  }
-  const errorMessage = raw.errorMessage ?? DEFAULT_ERROR_MESSAGE;
-  if (typeof errorMessage !== 'string')
-    throw configError(where, 'errorMessage', errorMessage, 'a string');
-  if (raw.getTracker !== undefined && typeof raw.getTracker !== 'function') {
-    throw configError(where, 'getTracker', raw.getTracker, 'a function');
-  }
-  const ipv6Subnet = raw.ipv6Subnet ?? 64;
-  if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
-    throw configError(where, 'ipv6Subnet', ipv6Subnet, 'an integer from 1 to 128');
-  }
-  if (raw.redis !== undefined && raw.store !== undefined) {
-    throw configError(where, 'store', 'a store', 'omitted when redis is given (pick one)');
-  }
-  if (raw.clock !== undefined && typeof raw.clock !== 'function') {
-    throw configError(where, 'clock', raw.clock, 'a function returning milliseconds');
-  }
-  const timeout = checkTimeout(raw.timeout ?? DEFAULT_TIMEOUT_MS, 'timeout', where);
-  const functionTimeout = checkTimeout(
-    raw.functionTimeout ?? DEFAULT_FUNCTION_TIMEOUT_MS,
-    'functionTimeout',
-    where,
-  );
-  const onStoreError = raw.onStoreError ?? 'memory';
-  if (typeof onStoreError !== 'function' && !STORE_ERROR_POLICIES.includes(onStoreError)) {
-    throw configError(
-      where,
-      'onStoreError',
-      onStoreError,
-      `one of ${STORE_ERROR_POLICIES.join(', ')}, or a function returning one`,
-    );
-  }
-  const blockCache = raw.blockCache ?? true;
-  if (typeof blockCache !== 'boolean') {
-    throw configError(where, 'blockCache', blockCache, 'true or false');
-  }
-  for (const hook of ['onDecision', 'onLimited', 'skipIf'] as const) {
-    if (raw[hook] !== undefined && typeof raw[hook] !== 'function') {
-      throw configError(where, hook, raw[hook], 'a function');
-    }
-  }
-  const shadow = raw.shadow ?? false;
-  if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
-  const heapLimit = heapLimitBytes();
-  const maxMemoryBytes = raw.maxMemoryBytes ?? defaultMemoryBudget();
-  if (!isWholeIn(maxMemoryBytes, 1, heapLimit)) {
-    const expected = `a whole number of bytes from 1 to ${heapLimit} (this process's heap limit)`;
-    throw configError(where, 'maxMemoryBytes', maxMemoryBytes, expected);
-  }
-  const maxMemoryKeys = raw.maxMemoryKeys;
-  if (maxMemoryKeys !== undefined && !isWholeIn(maxMemoryKeys, 1, Number.MAX_SAFE_INTEGER)) {
-    throw configError(where, 'maxMemoryKeys', maxMemoryKeys, 'a positive integer');
-  }
-  return Object.freeze({
-    keyPrefix,
-    getTracker: raw.getTracker,
-    headers,
-    errorMessage,
-    ipv6Subnet,
-    timeout,
-    functionTimeout,
-    onStoreError,
-    maxMemoryBytes,
-    maxMemoryKeys,
-    blockCache,
-    onDecision: raw.onDecision,
-    onLimited: raw.onLimited,
-    skipIf: raw.skipIf,
-    shadow,
-  });
-}
-
-function isWholeIn(value: unknown, min: number, max: number): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max;
-}
-
-function checkTimeout(value: unknown, field: string, where: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 60_000) {
-    throw configError(where, field, value, 'a whole number of ms from 1 to 60000');
-  }
-  return value;
 }
