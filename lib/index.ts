@@ -31,7 +31,7 @@ export {
   type ResolvedPolicy,
 } from './policy/rate-limit.policy.js';
 export { RateLimitConfigError } from './policy/validation.js';
-export { type CountMode, type RoutePolicy, type RouteScope } from './route/policy-template.js';
+export { type CountMode, type RoutePolicy, type RouteScope } from './route/route-policy.js';
 export { type Algorithm, type RateAlgorithm } from './algorithms/algorithm.js';
 export { type HeaderMode } from './transports/http-headers.js';
 export {

@@ -1,5 +1,6 @@
 import { configError } from '../policy/validation.js';
-import { type PolicyTemplate, type RouteScope } from './policy-template.js';
+import { type PolicyTemplate } from './policy-template.js';
+import { type RouteScope } from './route-policy.js';
 import { encodeKeyPart } from './route-keys.js';
 
 /** Longest custom scope name; the key holds it (encoded), so it must stay short. */

@@ -3,7 +3,7 @@ import { type HeldLease, type LeaseKeeper } from '../flow/lease-keeper.js';
 import { execute } from '../stores/store-call.js';
 import { type RateLimitStore } from '../stores/store.interface.js';
 import { type PendingOutcomes } from '../transports/pending-outcomes.js';
-import { type CountMode } from './policy-template.js';
+import { type CountMode } from './route-policy.js';
 import { type DecisionPart } from './route-decision.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
 

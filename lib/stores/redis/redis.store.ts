@@ -1,4 +1,3 @@
-import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
 import { encodeCall, type EncodedCall, opArg } from '../call-encoding.js';
 import { toMicros } from '../clock.js';
 import { decisionFromReply } from '../decision.js';
@@ -13,7 +12,7 @@ import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
 import { lostInFlight, ReconnectWaiters } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
-import { DECISION_SCRIPTS, type DecisionScript } from './scripts.js';
+import { DECISION_SCRIPTS, type DecisionScript, scriptFor } from './scripts.js';
 
 export interface RedisStoreOptions {
   /**
@@ -305,13 +304,4 @@ export class RedisStore extends OperationStore {
     this.watch.stop();
     if (this.ownsClient || this.watch.opened) await this.scripts.close();
   }
-}
-
-/** The script with only the algorithm every policy uses, or the one with all of them. */
-function scriptFor(policies: readonly ResolvedPolicy[]): DecisionScript {
-  const code = policies[0].code;
-  for (let i = 1; i < policies.length; i++) {
-    if (policies[i].code !== code) return DECISION_SCRIPTS.mixed;
-  }
-  return DECISION_SCRIPTS[code];
 }

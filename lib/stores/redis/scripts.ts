@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { REGISTRY } from '../../algorithms/registry.js';
+import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
 
 /** One decision script: a name for logs and errors, its text, and the SHA1 it runs by. */
 export interface DecisionScript {
@@ -70,3 +71,12 @@ export const DECISION_LIBRARY: DecisionLibrary = (() => {
   const code = [`#!lua name=${name}`, lua, `redis.register_function('${name}', decide)`].join('\n');
   return Object.freeze({ name, fn: name, code });
 })();
+
+/** The script with only the algorithm every policy uses, or the one with all of them. */
+export function scriptFor(policies: readonly ResolvedPolicy[]): DecisionScript {
+  const code = policies[0].code;
+  for (let i = 1; i < policies.length; i++) {
+    if (policies[i].code !== code) return DECISION_SCRIPTS.mixed;
+  }
+  return DECISION_SCRIPTS[code];
+}
