@@ -10,8 +10,9 @@ const ignore = () => {};
  * timeout: the fallback answered that request, and counted it, so the store's count of it is one
  * too many. An allowed decision recorded the request in every policy (a refused one recorded
  * nothing but a lock-out, which stays); it is given back by arrival, exactly that request, and
- * the lease it took, if any, is freed. Sent once, not awaited and not retried: a give-back that
- * fails (the connection dropped, the store is down or late again) leaves that one request counted.
+ * the lease it took, if any, is freed. Sent once, not awaited and not retried, with no answer
+ * deadline (it answers nobody, so it is right whenever it lands): a give-back that fails (the
+ * connection dropped, the store is down) leaves that one request counted.
  */
 export function giveBackLate(
   primary: RateLimitStore,
@@ -23,7 +24,7 @@ export function giveBackLate(
   try {
     let refunded = costs;
     if (leaseOf(late) !== undefined && supports(primary, 'release')) {
-      execute(primary, { op: 'release', limits, of: late }).catch(ignore);
+      execute(primary, { op: 'release', limits, of: late, correction: true }).catch(ignore);
       // A refund frees leases too, but not exactly this one: the release does that.
       refunded = costs.map((cost, i) =>
         algorithmOf(policies[i].algorithm).holdsLeases ? 0 : cost,
@@ -32,7 +33,7 @@ export function giveBackLate(
     }
     if (!supports(primary, 'refund')) return;
     const given = refunded === costs ? limits : { keys, policies, costs: refunded };
-    execute(primary, { op: 'refund', limits: given, of: late }).catch(ignore);
+    execute(primary, { op: 'refund', limits: given, of: late, correction: true }).catch(ignore);
   } catch {
     // A custom store that throws instead of rejecting: the same as a give-back that failed.
   }

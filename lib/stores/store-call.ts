@@ -22,6 +22,11 @@ export interface StoreCall {
   readonly durationMs?: number;
   /** `reserve`: the longest wait to book. */
   readonly maxWaitMs?: number;
+  /**
+   * Set on a correction nobody waits for (a late reply's give-back): it carries no answer
+   * deadline, so Redis applies it whenever it arrives, however late a slow network makes it.
+   */
+  readonly correction?: true;
 }
 
 /**

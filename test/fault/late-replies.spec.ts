@@ -101,4 +101,39 @@ describe.each(CLIENT_KINDS)(`late replies, ${DELAY_MS} ms each way (%s)`, (kind)
       expect(decisions.length).toBeGreaterThan(0);
     },
   );
+
+  it('gives back a late reply even when the give-back itself is slower than the timeout', async () => {
+    const prefix = `slow-giveback-${kind.replace(/\W/g, '')}-${Date.now()}`;
+    const client = await openClient(kind, { host: '127.0.0.1', port: proxy.port });
+    const ref = await Test.createTestingModule({
+      imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: prefix, timeout: TIMEOUT_MS })],
+    }).compile();
+    app = ref.createNestApplication({ logger: false });
+    await app.init();
+    const limiter = app.get(RateLimitService);
+    // Learns Redis's clock, so that decisions carry their answer deadline.
+    expect((await limiter.consume('warm', ROOMY)).degraded).toBeUndefined();
+
+    // The first decisions on a slow link may still be answered from Redis; the first one the
+    // fallback answers is the one whose give-back is watched.
+    let victim: string | undefined;
+    for (let attempt = 0; attempt < 10 && victim === undefined; attempt++) {
+      proxy.delay(DELAY_MS);
+      // Once the request is on its way and Redis has replied, the link slows down further: the
+      // reply is late, and so is the give-back it causes, by more than the timeout.
+      const slower = sleep(DELAY_MS + 10).then(() => proxy.delay(2.5 * TIMEOUT_MS));
+      const decision = await limiter.consume(`victim-${attempt}`, ROOMY);
+      await slower;
+      if (decision.degraded === 'memory') victim = `victim-${attempt}`;
+      await sleep(2 * DELAY_MS + 5 * TIMEOUT_MS);
+    }
+    expect(victim).toBeDefined();
+    proxy.delay(0);
+    await sleep(100);
+
+    // Given back, the request leaves nothing counted: its sliding log is empty, and so gone.
+    const keys = stateKeys(await redis.shared.keys(`${prefix}:{${victim}}*`));
+    const counted = await Promise.all(keys.map((key) => unitsIn(redis.shared, key)));
+    expect(counted.reduce((a, b) => a + b, 0)).toBe(0);
+  });
 });

@@ -227,11 +227,15 @@ export class RedisStore extends OperationStore {
     const encoded = encodeCall(call);
     // A release or renewal of a decision that took no lease: nothing to do.
     if (encoded === undefined) return Promise.resolve(call.of!);
-    return this.decide(call.limits, encoded);
+    return this.decide(call.limits, encoded, call.correction);
   }
 
   /** Runs the decision: `op` and its `at` are its first argument (see `decide.lua`). */
-  private async decide(limits: Limits, encoded: EncodedCall): Promise<RateLimitDecision> {
+  private async decide(
+    limits: Limits,
+    encoded: EncodedCall,
+    correction?: true,
+  ): Promise<RateLimitDecision> {
     if (!this.scripts.ready()) throw this.notConnected;
     const { keys, policies } = limits;
     const costs = encoded.costs ?? limits.costs;
@@ -239,7 +243,7 @@ export class RedisStore extends OperationStore {
     const n = keys.length;
     const args = new Array<string>(2 + n);
     args[0] = op;
-    args[1] = this.clockArg();
+    args[1] = this.clockArg(correction);
     for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs);
     // One more key than policies: the decision's id key, so that no copy of it applies again.
     const sent = encoded.applies && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
@@ -291,12 +295,12 @@ export class RedisStore extends OperationStore {
     return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
   }
 
-  /** The decision's clock argument: the deadline (or none), or the test clock's time. */
-  private clockArg(): string {
+  /** The decision's clock argument: the deadline (none for a correction), or the test clock's time. */
+  private clockArg(correction?: true): string {
     if (this.clock !== undefined) {
       return `t${toMicros(this.clock())}:${SIMULATED_CLOCK_TTL_SLACK_MS}`;
     }
-    return this.deadline?.forNow() ?? '';
+    return correction ? '' : (this.deadline?.forNow() ?? '');
   }
 
   /** Closes the client if the store owns or connected it, resolving once it has ended. */
