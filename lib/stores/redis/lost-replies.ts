@@ -25,6 +25,33 @@ export function lostInFlight(error: unknown): boolean {
   return (code !== undefined && LOST_CODES.has(code)) || LOST_MESSAGE.test(error.message);
 }
 
+// A decision whose reply was lost is sent again at most this many times.
+const MAX_RESENDS = 2;
+
+/**
+ * Sends a decision again (`send`) when its connection broke before the reply came (Redis may have
+ * run it), once the client is ready, at most {@link MAX_RESENDS} times and never after `untilMs`
+ * (`performance.now()` time). The copy has the same id and arguments, so Redis answers it with
+ * what it decided the first time, if it did, and applies nothing twice. Any other failure, and
+ * the last, is the caller's.
+ */
+export async function sendAgain(
+  error: unknown,
+  send: () => Promise<unknown>,
+  reconnected: ReconnectWaiters,
+  untilMs: number,
+): Promise<unknown> {
+  for (let resends = 0; resends < MAX_RESENDS && lostInFlight(error); resends++) {
+    if (!(await reconnected.ready(untilMs))) break;
+    try {
+      return await send();
+    } catch (next) {
+      error = next;
+    }
+  }
+  throw error;
+}
+
 interface Waiter {
   readonly untilMs: number;
   readonly resolve: (ready: boolean) => void;

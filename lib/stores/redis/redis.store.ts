@@ -10,9 +10,9 @@ import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { ClientWatch } from './client-watch.js';
 import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
-import { lostInFlight, ReconnectWaiters } from './lost-replies.js';
+import { ReconnectWaiters, sendAgain } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
-import { DECISION_SCRIPTS, type DecisionScript, scriptFor } from './scripts.js';
+import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
 
 export interface RedisStoreOptions {
   /**
@@ -62,8 +62,6 @@ const WARM_UP_OP = opArg(
   encodeCall({ op: 'peek', limits: { keys: [], policies: [], costs: [] } })!,
 );
 
-// A decision whose reply was lost is sent again at most this many times.
-const MAX_RESENDS = 2;
 // With no deadline, Redis keeps a decision's id for 5 s (see decide.lua): a copy sent later
 // could apply again, so resending stops well before.
 const RESEND_WITHOUT_DEADLINE_MS = 4000;
@@ -236,7 +234,11 @@ export class RedisStore extends OperationStore {
     encoded: EncodedCall,
     correction?: true,
   ): Promise<RateLimitDecision> {
-    if (!this.scripts.ready()) throw this.notConnected;
+    if (!this.scripts.ready()) {
+      // A correction waits for the client to be back, as a resend does; a decision cannot.
+      const until = performance.now() + RESEND_WITHOUT_DEADLINE_MS;
+      if (!correction || !(await this.reconnected.ready(until))) throw this.notConnected;
+    }
     const { keys, policies } = limits;
     const costs = encoded.costs ?? limits.costs;
     const op = opArg(encoded);
@@ -253,7 +255,11 @@ export class RedisStore extends OperationStore {
     try {
       reply = (await this.runner.run(script, sent, args)) as number[];
     } catch (error) {
-      reply = await this.sendAgain(error, script, sent, args, sentAt);
+      // A copy is sent only while its caller still waits; a correction has no caller.
+      const bound = correction ? undefined : this.deadline?.timeoutMs;
+      const untilMs = sentAt + (bound ?? RESEND_WITHOUT_DEADLINE_MS);
+      const again = () => this.runner.run(script, sent, args);
+      reply = (await sendAgain(error, again, this.reconnected, untilMs)) as number[];
     }
     if (reply[0] === -1) {
       this.deadline?.observe(reply[1]);
@@ -263,32 +269,6 @@ export class RedisStore extends OperationStore {
     const at = 1 + 4 * n;
     this.deadline?.observe(reply[at]);
     return decisionFromReply(reply, policies);
-  }
-
-  /**
-   * Sends a decision again when its connection broke before the reply came (Redis may have run it),
-   * once the client is ready, while its caller still waits for it: at most {@link MAX_RESENDS}
-   * times, and never after `sentAt` plus `answerWithinMs`. The copy has the same id and
-   * arguments, so Redis answers it with what it decided the first time, if it did, and applies
-   * nothing twice. Any other failure is the caller's.
-   */
-  private async sendAgain(
-    error: unknown,
-    script: DecisionScript,
-    keys: readonly string[],
-    args: readonly string[],
-    sentAt: number,
-  ): Promise<number[]> {
-    const untilMs = sentAt + (this.deadline?.timeoutMs ?? RESEND_WITHOUT_DEADLINE_MS);
-    for (let resends = 0; resends < MAX_RESENDS && lostInFlight(error); resends++) {
-      if (!(await this.reconnected.ready(untilMs))) break;
-      try {
-        return (await this.runner.run(script, keys, args)) as number[];
-      } catch (next) {
-        error = next;
-      }
-    }
-    throw error;
   }
 
   private get notConnected(): StoreNotConnectedError {
