@@ -8,8 +8,20 @@ export const COST_TOO_HIGH_MESSAGE = 'Request cost exceeds the rate limit';
 export const STORE_UNAVAILABLE_MESSAGE = 'Rate limiting is unavailable';
 
 /**
- * Thrown by the guard when a request is over its limit. It is a plain `HttpException` (429),
- * so the application's exception filters see it like any other.
+ * Thrown when a call is over its limit: by the guard, and by `RateLimitService.acquire` and
+ * `run`. It is a plain `HttpException`, so the application's exception filters see it like any
+ * other: 429, or 503 when the store failed and `onStoreError` (the module's or a policy's) is
+ * `'deny'`, so that a handler that lets it through answers as a denied route does.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await limits.run('partner', PARTNER, () => callPartner());
+ * } catch (error) {
+ *   if (error instanceof RateLimitException && error.getStatus() === 503) useCachedQuote();
+ *   else throw error;
+ * }
+ * ```
  */
 export class RateLimitException extends HttpException {
   constructor(
@@ -17,7 +29,9 @@ export class RateLimitException extends HttpException {
     /** The decision that rejected the request. */
     readonly decision: RateLimitDecision,
   ) {
-    super({ statusCode: HttpStatus.TOO_MANY_REQUESTS, message }, HttpStatus.TOO_MANY_REQUESTS);
+    const status =
+      decision.degraded === 'deny' ? HttpStatus.SERVICE_UNAVAILABLE : HttpStatus.TOO_MANY_REQUESTS;
+    super({ statusCode: status, message }, status);
   }
 
   /** How long until the call could proceed, in ms (`decision.retryAfterMs`); `Infinity`: never. */

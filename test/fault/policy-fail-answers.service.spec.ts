@@ -134,6 +134,8 @@ describe.each(CONNECTIONS)('a policy onStoreError in RateLimitService, %s', (_la
       expect(error).toBeInstanceOf(RateLimitException);
       expect(error.message).toBe(STORE_UNAVAILABLE_MESSAGE);
       expect(error.decision.degraded).toBe('deny');
+      // A handler that lets it through answers as a denied route does.
+      expect(error.getStatus()).toBe(503);
     }
 
     await Promise.allSettled(
