@@ -1,28 +1,8 @@
 /** What `@RateLimit` refuses when a class is defined: names, algorithms, burst, policy count. */
 import { describe, expect, it } from '@jest/globals';
 import { type Algorithm } from '../../lib/algorithms/algorithm.js';
-import { RateLimit, RateLimitConfigError, type RoutePolicy } from '../../lib/index.js';
-
-/** Defines a class with the given policies on `X.m`, returning the error that defining it threw. */
-function decorationError(define: () => unknown): RateLimitConfigError {
-  try {
-    define();
-  } catch (error) {
-    if (error instanceof RateLimitConfigError) return error;
-    throw error;
-  }
-  throw new Error('the class was defined without an error');
-}
-
-function onMethod(policies: RoutePolicy | RoutePolicy[]) {
-  return () => {
-    class X {
-      @RateLimit(policies)
-      m() {}
-    }
-    return X;
-  };
-}
+import { RateLimit } from '../../lib/index.js';
+import { decorationError, onMethod } from '../support/decoration.js';
 
 describe('@RateLimit validation of several policies, algorithm and burst, when the class is defined', () => {
   it('rejects duplicate names among the policies of one route', () => {

@@ -1,14 +1,10 @@
 /** Shared scopes: the key shapes they add, and what `@RateLimit` refuses about `scope`. */
 import { describe, expect, it } from '@jest/globals';
-import {
-  RateLimit,
-  RateLimitConfigError,
-  type RoutePolicy,
-  type RouteScope,
-} from '../../lib/index.js';
+import { RateLimit, type RouteScope } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { encodeKeyPart, policyTrackerPart, RouteKeys } from '../../lib/route/route-keys.js';
 import { MAX_SCOPE_LENGTH, scopeMark } from '../../lib/route/route-scope.js';
+import { decorationError, onMethod } from '../support/decoration.js';
 
 /** The Redis Cluster hash tag of a key: what lies between the first `{` and the next `}`. */
 function hashTag(key: string): string {
@@ -107,27 +103,6 @@ describe('keys of shared scopes', () => {
     expect(keys.scopedHead(own)).not.toBe(keys.scopedHead(encodeKeyPart('user:1')));
   });
 });
-
-/** Defines a class with the given policies on `X.m`, returning the error that defining it threw. */
-function decorationError(define: () => unknown): RateLimitConfigError {
-  try {
-    define();
-  } catch (error) {
-    if (error instanceof RateLimitConfigError) return error;
-    throw error;
-  }
-  throw new Error('the class was defined without an error');
-}
-
-function onMethod(policies: RoutePolicy | RoutePolicy[]) {
-  return () => {
-    class X {
-      @RateLimit(policies)
-      m() {}
-    }
-    return X;
-  };
-}
 
 describe('@RateLimit validation of scope, when the class is defined', () => {
   const expected = `'route', 'controller', 'app' or a name of 1 to ${MAX_SCOPE_LENGTH} characters`;
