@@ -1,6 +1,6 @@
 import { type ExecutionContext, type ModuleMetadata, type Type } from '@nestjs/common';
-import { type Cluster, type Redis, type RedisOptions } from 'ioredis';
-import { type NodeRedisClient } from '../stores/redis/node-redis.client.js';
+import { type RedisOptions } from 'ioredis';
+import { type RedisClient } from '../stores/redis/redis-client.js';
 import { type HeaderMode } from '../transports/http-headers.js';
 import { type FieldList } from '../policy/known-fields.js';
 import {
@@ -12,11 +12,11 @@ import {
 } from '../stores/store.interface.js';
 
 /**
- * An ioredis `Redis` or `Cluster`; a node-redis client or cluster (`createClient()`,
+ * An ioredis or iovalkey `Redis` or `Cluster`; a node-redis client or cluster (`createClient()`,
  * `createCluster()`, v5 or later), unconnected (the module connects it) or connected; ioredis
  * options; or a `redis://` URL. Options and URLs create an ioredis client.
  */
-export type RedisConnection = Redis | Cluster | NodeRedisClient | RedisOptions | string;
+export type RedisConnection = RedisClient | RedisOptions | string;
 
 /** A hook that sees a decision on a route; cheap to leave unset. */
 export type DecisionHook = (context: ExecutionContext, decision: RateLimitDecision) => void;

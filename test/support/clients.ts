@@ -1,15 +1,19 @@
-/** Clients of both Redis libraries, so suites can run the same scenarios on each. */
+/** Clients of every library the store accepts, so suites can run the same scenarios on each. */
 import { Cluster, type ClusterOptions, Redis } from 'ioredis';
+import { Cluster as IovalkeyCluster, Redis as Iovalkey } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClientV5, createCluster as createClusterV5 } from 'redis-v5';
-import { type RedisClient } from '../../lib/index.js';
+import { type IovalkeyClient, type NodeRedisClient, type RedisClient } from '../../lib/index.js';
 
-/** `node-redis` is the current major (6); `node-redis@5` the previous one, still common. */
-export type ClientKind = 'ioredis' | 'node-redis' | 'node-redis@5';
+/**
+ * `node-redis` is the current major (6); `node-redis@5` the previous one, still common. `iovalkey`
+ * is the ioredis fork the Valkey project keeps; `glide` is `@valkey/valkey-glide`.
+ */
+export type ClientKind = 'ioredis' | 'iovalkey' | 'node-redis' | 'node-redis@5' | 'glide';
 /** The kinds every Redis suite runs on. */
-export const CLIENT_KINDS: ClientKind[] = ['ioredis', 'node-redis'];
+export const CLIENT_KINDS: ClientKind[] = ['ioredis', 'iovalkey', 'node-redis'];
 /** The kinds the store contract runs on: both majors of node-redis too. */
-export const ALL_CLIENT_KINDS: ClientKind[] = ['ioredis', 'node-redis', 'node-redis@5'];
+export const ALL_CLIENT_KINDS: ClientKind[] = ['ioredis', 'iovalkey', 'node-redis', 'node-redis@5'];
 
 export interface Address {
   readonly host: string;
@@ -43,14 +47,16 @@ export async function openClient(
 ): Promise<RedisClient> {
   const login = options.user ? `${options.user.name}:${options.user.password}@` : '';
   const url = `redis://${login}${address.host}:${address.port}`;
-  if (kind === 'ioredis') {
+  if (kind === 'ioredis' || kind === 'iovalkey') {
+    const Client = kind === 'ioredis' ? Redis : (Iovalkey as unknown as typeof Redis);
     const client = options.libraryDefaults
-      ? new Redis(url)
-      : new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: quickReconnect });
+      ? new Client(url)
+      : new Client(url, { maxRetriesPerRequest: 1, retryStrategy: quickReconnect });
     client.on('error', ignore);
     await client.ping();
     return client;
   }
+  if (kind === 'glide') throw new Error('glide clients are not wired into the tests yet');
   const socket = options.libraryDefaults
     ? undefined
     : { reconnectStrategy: quickReconnect, connectTimeout: 1000 };
@@ -81,12 +87,15 @@ export async function openClusterClient(
   kind: ClientKind,
   startupNodes: readonly Address[],
 ): Promise<RedisClient> {
-  if (kind === 'ioredis') {
-    const client = new Cluster([...startupNodes], CLUSTER_CLIENT_DEFAULTS);
+  if (kind === 'ioredis' || kind === 'iovalkey') {
+    const ClusterClient =
+      kind === 'ioredis' ? Cluster : (IovalkeyCluster as unknown as typeof Cluster);
+    const client = new ClusterClient([...startupNodes], CLUSTER_CLIENT_DEFAULTS);
     client.on('error', ignore);
     await client.ping();
     return client;
   }
+  if (kind === 'glide') throw new Error('glide clients are not wired into the tests yet');
   const options = {
     rootNodes: startupNodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
     defaults: { socket: { reconnectStrategy: quickReconnect, connectTimeout: 1000 } },
@@ -98,17 +107,28 @@ export async function openClusterClient(
   return cluster;
 }
 
-/** Closes a client of either library, dropping it if the server does not answer soon. */
+/** Closes a client of any library, dropping it if the server does not answer soon. */
 export async function closeClient(client: RedisClient): Promise<void> {
-  if (client instanceof Redis || client instanceof Cluster) {
+  if (isIoredisLike(client)) {
     if (client.status === 'end') return;
     await Promise.race([client.quit().catch(ignore), sleep(1000)]);
     client.disconnect();
     return;
   }
-  if (!client.isOpen) return;
-  await Promise.race([client.close().catch(ignore), sleep(1000)]);
-  if (client.isOpen) client.destroy();
+  const nodeRedis = client as NodeRedisClient;
+  if (!nodeRedis.isOpen) return;
+  await Promise.race([nodeRedis.close().catch(ignore), sleep(1000)]);
+  if (nodeRedis.isOpen) nodeRedis.destroy();
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** An ioredis or iovalkey `Redis` or `Cluster`: the two libraries share their whole API. */
+function isIoredisLike(client: RedisClient): client is Redis | Cluster | IovalkeyClient {
+  return (
+    client instanceof Redis ||
+    client instanceof Cluster ||
+    client instanceof Iovalkey ||
+    client instanceof IovalkeyCluster
+  );
+}

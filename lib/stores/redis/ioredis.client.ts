@@ -7,12 +7,26 @@ import { alreadyLoaded, configRecord, isNoScript, type ScriptClient } from './sc
 // Shutdown must finish even if the socket never reports its end.
 const CLOSE_GRACE_MS = 2000;
 
-/** Runs the store's scripts on an ioredis `Redis` or `Cluster`. */
+/**
+ * An iovalkey `Redis` or `Cluster`: the fork of ioredis that the Valkey project keeps, with the
+ * same API. Declared by the parts the store uses, so that nothing imports `iovalkey` unless the
+ * application does; the store runs it exactly as it runs ioredis.
+ */
+export interface IovalkeyClient {
+  readonly status: string;
+  readonly isCluster: boolean;
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+}
+
+/** Runs the store's scripts on an ioredis (or iovalkey) `Redis` or `Cluster`. */
 export function ioredisScripts(client: Redis | Cluster): ScriptClient {
   const batch = client.isCluster ? () => {} : writeBatcher(client as Redis);
   const tracked = client.isCluster ? untracked : lostOnClose(client as Redis);
   return {
-    library: 'ioredis',
+    library: libraryOf(client),
     ready() {
       // A lazyConnect client connects on its first command, which the store never sends while
       // the client is not ready: start the connection so that later decisions can use it.
@@ -68,6 +82,27 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
       ? (key) => (client as Cluster).slots[keySlot(key)]?.[0] ?? ''
       : undefined,
   };
+}
+
+/**
+ * `'iovalkey'` or `'ioredis'`, for logs. The two share every name, so the probe asks the client
+ * to define a command from a definition that throws when read, and looks at which package's code
+ * read it. Nothing is defined.
+ */
+function libraryOf(client: Redis | Cluster): string {
+  let stack = '';
+  const probe = {
+    get lua(): string {
+      stack = new Error().stack ?? '';
+      throw new Error('probe');
+    },
+  };
+  try {
+    client.defineCommand('rateLimitLibraryProbe', probe as unknown as { lua: string });
+  } catch {
+    // The definition threw, as it was meant to.
+  }
+  return /[\\/]iovalkey[\\/]/.test(stack) ? 'iovalkey' : 'ioredis';
 }
 
 /** The server, or each master of a cluster: where commands that name no key must go. */

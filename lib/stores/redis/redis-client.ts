@@ -1,10 +1,13 @@
 import { type Cluster, type Redis } from 'ioredis';
-import { ioredisScripts } from './ioredis.client.js';
+import { type IovalkeyClient, ioredisScripts } from './ioredis.client.js';
 import { type NodeRedisClient, nodeRedisScripts } from './node-redis.client.js';
 import { type ScriptClient } from './script-client.js';
 
-/** A client the Redis store can run its scripts on: ioredis (`Redis`, `Cluster`) or node-redis. */
-export type RedisClient = Redis | Cluster | NodeRedisClient;
+/**
+ * A client the Redis store can run its scripts on: ioredis or iovalkey (`Redis`, `Cluster`), or
+ * node-redis (`createClient()`, `createCluster()`, `createSentinel()`).
+ */
+export type RedisClient = Redis | Cluster | IovalkeyClient | NodeRedisClient;
 
 /**
  * Wraps a client of either library; undefined when `client` is neither. Apart from the adapters,
@@ -16,6 +19,7 @@ export function scriptClientFor(client: unknown): ScriptClient | undefined {
   // ioredis spells it evalsha and lets scripts be defined; node-redis spells it evalSha and has
   // isOpen. Duck-typed, so a client from another copy of either library is still recognised.
   if (typeof c.evalsha === 'function' && typeof c.defineCommand === 'function') {
+    // iovalkey is ioredis under another name, down to the option names.
     return ioredisScripts(client as Redis | Cluster);
   }
   if (typeof c.evalSha === 'function' && typeof c.isOpen === 'boolean') {

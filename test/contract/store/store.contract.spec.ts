@@ -51,3 +51,12 @@ describe('memory and Redis stores agree, decision by decision', () => {
     }
   });
 });
+
+describe.each(ALL_CLIENT_KINDS)('the Redis store through %s', (kind) => {
+  const redis = useRedis('redis');
+
+  it('names the client library it runs on, as the logs do', async () => {
+    const store = new RedisStore({ client: await redis().connect(kind) });
+    expect(store.library).toBe(kind.replace(/@\d+$/, ''));
+  });
+});
