@@ -27,6 +27,11 @@ const valkey = findValkey();
 if (valkey.missing && process.env.CI === 'true') {
   throw new Error(`The Valkey suites cannot run: ${valkey.missing}`);
 }
+const notRun = valkey.missing && `The Valkey suites did not run: ${valkey.missing}.`;
+// `--selectProjects valkey` alone finds no project and no reporter runs: say why here instead.
+if (notRun && process.argv.includes('valkey') && !process.argv.includes('redis')) {
+  process.stderr.write(`${notRun}\n`);
+}
 
 const shared = {
   rootDir: root,
@@ -69,11 +74,5 @@ export default {
   // A handle left open by one test (a client reconnecting, a timer) must fail loudly in that test,
   // not hang the run until CI gives up: exit once every test has finished.
   forceExit: true,
-  reporters: [
-    'default',
-    [
-      '<rootDir>/test/support/summary-reporter.js',
-      { notRun: valkey.missing ? `The Valkey suites did not run: ${valkey.missing}.` : undefined },
-    ],
-  ],
+  reporters: ['default', ['<rootDir>/test/support/summary-reporter.js', { notRun }]],
 };

@@ -2,7 +2,7 @@
 // line per project (redis, valkey) with its tests per client kind, and why a project did not run.
 
 // The client kind a test runs on, as its titles name it ("through ioredis", "(node-redis)", ...).
-const KIND = /(?<![\w@-])(node-redis@5|node-redis|ioredis|iovalkey|glide)(?![\w@-])/;
+const KIND = /(?<![\w@-])(node-redis@5|node-redis|ioredis|iovalkey|glide|memory)(?![\w@-])/;
 
 const projectOf = (file) =>
   typeof file.displayName === 'string' ? file.displayName : (file.displayName?.name ?? 'tests');
@@ -41,7 +41,7 @@ function countByProject(files) {
     project.failed += file.numFailingTests;
     for (const test of file.testResults) {
       if (test.status !== 'passed' && test.status !== 'failed') continue;
-      const kind = KIND.exec(test.fullName)?.[1] ?? 'no client';
+      const kind = KIND.exec(test.fullName)?.[1] ?? 'no client named';
       project.kinds.set(kind, (project.kinds.get(kind) ?? 0) + 1);
     }
   }
