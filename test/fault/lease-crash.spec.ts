@@ -11,9 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RateLimitModule, type RateLimitPolicy, RateLimitService } from '../../lib/index.js';
+import { testServer } from '../support/redis-process.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 
-const BUILD = 'dist-test';
+// One build per project: the redis and valkey projects may run this file at the same time.
+const BUILD = `dist-test/lease-crash-${testServer().name}`;
 const POLICY: RateLimitPolicy = { algorithm: 'concurrency', threshold: 1, period: '1s' };
 const PREFIX = `crash-${randomUUID().slice(0, 8)}`;
 

@@ -11,7 +11,14 @@ import {
   openClusterClient,
 } from './clients.js';
 import { waitFor } from './wait-for.js';
-import { freePort, isRunning, notOnPath, spawnRedisServer, stopProcess } from './redis-process.js';
+import {
+  externalServer,
+  freePort,
+  isRunning,
+  notOnPath,
+  spawnRedisServer,
+  stopProcess,
+} from './redis-process.js';
 
 const HOST = '127.0.0.1';
 const SLOTS = 16384;
@@ -71,7 +78,7 @@ export interface StartClusterOptions {
  * and joins them with `redis-cli --cluster create`, or uses `REDIS_CLUSTER_URLS` when it is set.
  */
 export async function startCluster(options: StartClusterOptions): Promise<TestCluster> {
-  const external = process.env.REDIS_CLUSTER_URLS;
+  const external = externalServer('REDIS_CLUSTER_URLS');
   if (external && !options.own) {
     const startupNodes = external.split(',').map(parseAddress);
     const nodes = startupNodes.map((address) => ({

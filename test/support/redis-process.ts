@@ -1,8 +1,33 @@
-/** Spawning and stopping private redis-server processes, for single servers and cluster nodes. */
+/**
+ * Spawning and stopping private server processes, for single servers and cluster nodes: redis-server,
+ * or valkey-server in the Jest project that names it.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 
 const READY_TIMEOUT_MS = 10_000;
+
+/** The server a Jest project runs its specs on; set per test file from the project's `globals`. */
+export interface TestServer {
+  readonly name: 'redis' | 'valkey';
+  /** The binary to spawn: `redis-server` from PATH, or valkey-server's path. */
+  readonly command: string;
+}
+
+const REDIS: TestServer = { name: 'redis', command: 'redis-server' };
+
+/** The server of this test file's project; redis-server outside Jest (benchmarks). */
+export function testServer(): TestServer {
+  return (globalThis as { __TEST_SERVER__?: TestServer }).__TEST_SERVER__ ?? REDIS;
+}
+
+/**
+ * The variable naming an existing server (or cluster) to use instead of private ones; it names a
+ * Redis server, so the valkey project ignores it and always starts its own.
+ */
+export function externalServer(envVar: 'REDIS_URL' | 'REDIS_CLUSTER_URLS'): string | undefined {
+  return testServer().name === 'redis' ? process.env[envVar] : undefined;
+}
 
 /** Finds a port nothing listens on, by letting the OS pick one. */
 export function freePort(): Promise<number> {
@@ -17,11 +42,13 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** The error for a missing binary, with the two ways out. */
+/** The error for a missing binary, with the ways out. */
 export const notOnPath = (command: string, envVar: string) =>
-  new Error(
-    `${command} is not on PATH: install it (apt-get install -y redis-server) or set ${envVar}`,
-  );
+  testServer().name === 'valkey' && !command.endsWith('redis-cli')
+    ? new Error(`${command} does not exist: set VALKEY_SERVER to a valkey-server binary`)
+    : new Error(
+        `${command} is not on PATH: install it (apt-get install -y redis-server) or set ${envVar}`,
+      );
 
 /** For a sentinel: its config file, which names the master to watch and which it rewrites. */
 export interface SentinelMode {
@@ -29,7 +56,7 @@ export interface SentinelMode {
 }
 
 /**
- * Starts `redis-server` on `port` with nothing saved to disk, and resolves once it accepts
+ * Starts the project's server (`redis-server` or `valkey-server`) on `port` with nothing saved to disk, and resolves once it accepts
  * connections. `envVar` names the variable that points the tests at an external server instead.
  */
 export function spawnRedisServer(
@@ -46,12 +73,13 @@ export function spawnRedisServer(
     ...['--save', '', '--appendonly', 'no', '--dir', dir],
     ...extraArgs,
   ];
+  const { command } = testServer();
   return new Promise((resolve, reject) => {
-    const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
-      reject(new Error(`redis-server was not ready within ${READY_TIMEOUT_MS}ms:\n${output}`));
+      reject(new Error(`${command} was not ready within ${READY_TIMEOUT_MS}ms:\n${output}`));
     }, READY_TIMEOUT_MS);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
@@ -66,11 +94,11 @@ export function spawnRedisServer(
     proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     proc.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(err.code === 'ENOENT' ? notOnPath('redis-server', envVar) : err);
+      reject(err.code === 'ENOENT' ? notOnPath(command, envVar) : err);
     });
     proc.on('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`redis-server exited with ${code} before it was ready:\n${output}`));
+      reject(new Error(`${command} exited with ${code} before it was ready:\n${output}`));
     });
   });
 }

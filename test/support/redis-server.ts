@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { type RedisClient } from '../../lib/index.js';
 import { type ClientKind, closeClient, openClient, type OpenOptions } from './clients.js';
-import { freePort, spawnRedisServer, stopProcess } from './redis-process.js';
+import { externalServer, freePort, spawnRedisServer, stopProcess } from './redis-process.js';
 
 export { freePort };
 
@@ -54,7 +54,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
       ...opened.map(closeClient),
     ]);
 
-  const external = process.env.REDIS_URL;
+  const external = externalServer('REDIS_URL');
   if (external) {
     const refuse = () =>
       Promise.reject(new Error('fault tests need a private redis-server; unset REDIS_URL'));
