@@ -9,6 +9,7 @@ import {
   CONTENDERS,
   type DecisionsId,
   LIMIT,
+  VALKEY_CONTENDERS,
 } from './support/decisions-contenders.js';
 import {
   compareInline,
@@ -19,6 +20,7 @@ import {
 import { type Limiter } from './support/limiter.js';
 import { fixed, integer, ms, ratio, table } from './support/markdown.js';
 import { type MeasuredRun, measuredRun } from './support/measured-run.js';
+import { renderValkeyRows } from './support/valkey-rows.js';
 
 export { type DecisionsId } from './support/decisions-contenders.js';
 
@@ -36,31 +38,51 @@ export interface DecisionsResult {
   readonly inline: { readonly redis: InlineComparison; readonly memory: InlineComparison };
 }
 
-const describe = (c: Contender) => `${c.label} (${c.library})`;
+const COLUMNS = [
+  'contender',
+  'client',
+  'decisions/s',
+  'rounds',
+  'p50 ms',
+  'p99 ms',
+  'vs floor',
+  'vs rate-limiter-flexible',
+  'Node CPU µs',
+  'Redis CPU µs',
+  'script µs',
+  'rejected',
+];
+
+const describe = (c: Contender) =>
+  `${c.label} (${c.library}${c.server === 'valkey' ? ' on Valkey' : ''})`;
 
 export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> {
+  const valkey = ctx.valkey;
+  const contenders = valkey === undefined ? CONTENDERS : [...CONTENDERS, ...VALKEY_CONTENDERS];
+  const serverOf = (c: Contender) =>
+    c.server === 'valkey' ? valkey! : { url: ctx.redisUrl, admin: ctx.admin };
   const total = ctx.quick ? 10_000 : 100_000;
   const warmup = ctx.quick ? 200 : 2000;
   const keys = Array.from({ length: KEYS }, (_, k) => `user:${k}`);
   const decideWith = (limiter: Limiter) => (i: number) => limiter.decide(keys[i % KEYS]);
 
   const limiters = new Map<DecisionsId, Limiter>();
-  const runs = new Map<DecisionsId, MeasuredRun[]>(CONTENDERS.map((c) => [c.id, []]));
-  const rejected = new Map<DecisionsId, number>(CONTENDERS.map((c) => [c.id, 0]));
+  const runs = new Map<DecisionsId, MeasuredRun[]>(contenders.map((c) => [c.id, []]));
+  const rejected = new Map<DecisionsId, number>(contenders.map((c) => [c.id, 0]));
   // Per measured round: decisions the fallback answered, when Redis was late past the timeout.
-  const degradedIn = new Map<DecisionsId, number[]>(CONTENDERS.map((c) => [c.id, []]));
+  const degradedIn = new Map<DecisionsId, number[]>(contenders.map((c) => [c.id, []]));
   try {
-    for (const c of CONTENDERS) limiters.set(c.id, await c.start(ctx.redisUrl));
+    for (const c of contenders) limiters.set(c.id, await c.start(serverOf(c).url));
     for (let round = 0; round < ROUNDS; round++) {
-      await ctx.admin.flushall();
+      await Promise.all([ctx.admin.flushall(), valkey?.admin.flushall()]);
       // Rotated, so no contender always runs first (cold) or last (after the most garbage).
-      const order = CONTENDERS.map((_, k) => CONTENDERS[(k + round) % CONTENDERS.length]);
+      const order = contenders.map((_, k) => contenders[(k + round) % contenders.length]);
       for (const c of order) {
         const limiter = limiters.get(c.id)!;
         const decide = decideWith(limiter);
         const warm = await runClosedLoop(warmup, IN_FLIGHT, decide);
         const degradedBefore = limiter.degraded();
-        const run = await measuredRun(ctx.admin, total, IN_FLIGHT, decide);
+        const run = await measuredRun(serverOf(c).admin, total, IN_FLIGHT, decide);
         runs.get(c.id)!.push(run);
         degradedIn.get(c.id)!.push(limiter.degraded() - degradedBefore);
         rejected.set(c.id, rejected.get(c.id)! + warm.rejected + run.rejected);
@@ -83,7 +105,7 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
     return kept.length > 0 ? kept : all;
   };
   const perSecond = new Map<DecisionsId, number>();
-  for (const c of CONTENDERS) perSecond.set(c.id, medianByThroughput(clean(c.id)).perSecond);
+  for (const c of contenders) perSecond.set(c.id, medianByThroughput(clean(c.id)).perSecond);
   const roundsOf = (id: DecisionsId) => runs.get(id)!.map((r) => r.perSecond);
   // Contenders of one round ran minutes apart at most, those of different rounds longer: the
   // machine's speed drifts less within a round, so ratios are taken there, then their median.
@@ -96,7 +118,7 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
     return ratios.length === 0 ? NaN : median(ratios);
   };
   const redis = compareInline(roundsOf('ours:fixed-window'), roundsOf('ours:fixed-window:inline'));
-  const rows = CONTENDERS.map((c) => {
+  const rowOf = (c: Contender) => {
     const median = medianByThroughput(clean(c.id));
     const spread = roundsOf(c.id)
       .map((v, k) => integer(v) + (degradedIn.get(c.id)![k] > 0 ? '*' : ''))
@@ -111,14 +133,14 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
       ms(median.p50Ms),
       ms(median.p99Ms),
       ratio(pairedRatio(c.id, c.floor)),
-      ratio(pairedRatio(c.id, c.flexible)),
+      c.flexible === undefined ? '–' : ratio(pairedRatio(c.id, c.flexible)),
       per(median.nodeCpuMicros),
       per(median.server.cpuMicros),
       per(median.server.scriptMicros),
       integer(rejected.get(c.id)!) + (degraded > 0 ? ` (${integer(degraded)} degraded)` : ''),
     ];
-  });
-  const bad = CONTENDERS.filter((c) => rejected.get(c.id)! > 0 || limiters.get(c.id)!.degraded());
+  };
+  const bad = contenders.filter((c) => rejected.get(c.id)! > 0 || limiters.get(c.id)!.degraded());
 
   const markdown = [
     '## Decisions: throughput on one Redis',
@@ -141,21 +163,8 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
       'from sockets does, so that timers and the breaker’s probe still run.',
     '',
     table(
-      [
-        'contender',
-        'client',
-        'decisions/s',
-        'rounds',
-        'p50 ms',
-        'p99 ms',
-        'vs floor',
-        'vs rate-limiter-flexible',
-        'Node CPU µs',
-        'Redis CPU µs',
-        'script µs',
-        'rejected',
-      ],
-      rows,
+      COLUMNS,
+      CONTENDERS.map(rowOf),
     ),
     '',
     'Ours is measured through `RateLimitService.consume(key, policy)` on a Nest app built with ' +
@@ -175,6 +184,9 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
       'redis-server (INFO cpu: parsing and I/O included) and time inside its scripts and ' +
       'functions (INFO commandstats of EVAL, EVALSHA and FCALL). With two cores, one for each, ' +
       'the side nearer to a full core is the bottleneck.',
+    ...(valkey === undefined
+      ? []
+      : ['', renderValkeyRows(table(COLUMNS, VALKEY_CONTENDERS.map(rowOf)), pairedRatio)]),
     ...(bad.length > 0
       ? ['', `**Warning:** rejected or degraded decisions in: ${bad.map(describe).join(', ')}.`]
       : []),

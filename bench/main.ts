@@ -17,7 +17,7 @@ import { parseOptions } from './support/bench-options.js';
 import { type HttpRow, renderHttpRows } from './support/http-rows.js';
 import { closeClient } from './support/limiter.js';
 import { describeMachine } from './support/machine.js';
-import { startPrivateRedis } from './support/private-redis.js';
+import { startPrivateRedis, startPrivateValkey } from './support/private-redis.js';
 import { writeResults } from './support/results-file.js';
 import { renderTargets } from './support/targets.js';
 
@@ -32,11 +32,16 @@ const command = [
 ].join(' ');
 
 const redis = await startPrivateRedis();
+// Only the decisions section has Valkey rows.
+const valkey = options.sections.has('decisions') ? await startPrivateValkey() : undefined;
+const valkeyServer = valkey !== undefined && 'url' in valkey ? valkey : undefined;
+const stopServers = () => Promise.all([redis.stop(), valkeyServer?.stop()]);
 const watchdog = setTimeout(() => {
   process.stderr.write(`bench: not done after ${WATCHDOG_MS / 60_000} minutes, giving up\n`);
-  void redis.stop().finally(() => process.exit(1));
+  void stopServers().finally(() => process.exit(1));
 }, WATCHDOG_MS).unref();
 const admin = new Redis(redis.url);
+const valkeyAdmin = valkeyServer && new Redis(valkeyServer.url);
 const parts: string[] = [];
 const emit = (markdown: string) => {
   parts.push(markdown);
@@ -45,6 +50,7 @@ const emit = (markdown: string) => {
 
 try {
   const machine = await describeMachine(admin);
+  const valkeyVersion = valkeyAdmin && (await serverVersion(valkeyAdmin, 'valkey_version'));
   emit(
     [
       '# Benchmark results',
@@ -53,6 +59,9 @@ try {
       `- machine: ${machine.cores} cores (os.availableParallelism), ${machine.cpu}`,
       `- Node ${machine.node}, Redis ${machine.redis} (a private redis-server on 127.0.0.1, ` +
         'shared by every contender)',
+      valkeyVersion === undefined
+        ? `- no Valkey rows: ${valkey !== undefined && 'why' in valkey ? valkey.why : 'no decisions section'}`
+        : `- Valkey ${valkeyVersion} (a private valkey-server on 127.0.0.1, for the Valkey rows)`,
       `- command: \`${command}\``,
       ...(options.quick
         ? ['- **quick run: 10× smaller workloads, a smoke check, not results**']
@@ -60,7 +69,12 @@ try {
     ].join('\n'),
   );
 
-  const ctx: BenchContext = { redisUrl: redis.url, admin, quick: options.quick };
+  const ctx: BenchContext = {
+    redisUrl: redis.url,
+    admin,
+    valkey: valkeyServer && valkeyAdmin && { url: valkeyServer.url, admin: valkeyAdmin },
+    quick: options.quick,
+  };
   let decisions: DecisionsResult | undefined;
   let flood: FloodResult | undefined;
   let memory: MemoryResult | undefined;
@@ -94,5 +108,12 @@ try {
 } finally {
   clearTimeout(watchdog);
   await closeClient(admin);
-  await redis.stop();
+  if (valkeyAdmin) await closeClient(valkeyAdmin);
+  await stopServers();
+}
+
+/** A field of INFO server, such as `valkey_version`. */
+async function serverVersion(client: Redis, field: string): Promise<string> {
+  const info = await client.info('server');
+  return new RegExp(`^${field}:(\\S+)`, 'm').exec(info)?.[1] ?? 'unknown';
 }

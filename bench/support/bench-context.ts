@@ -6,6 +6,8 @@ export interface BenchContext {
   readonly redisUrl: string;
   /** For FLUSHALL, INFO and MEMORY USAGE; never used by a contender. */
   readonly admin: Redis;
+  /** The private valkey-server of the Valkey rows, and its admin client; absent without one. */
+  readonly valkey?: { readonly url: string; readonly admin: Redis };
   /** Ten times smaller workloads: a smoke check, not results. */
   readonly quick: boolean;
 }

@@ -10,6 +10,11 @@ import { consumeInline, INLINE_LIMIT } from './inline-policy.js';
 import { type Library, type Limit, type Limiter } from './limiter.js';
 import { ourLimiter } from './our-limiter.js';
 import { flexibleLimiter, nestLabLimiter, nodeRedisFlexibleLimiter } from './peer-limiters.js';
+import {
+  type ValkeyLibrary,
+  valkeyFlexibleLimiter,
+  valkeyFloorLimiter,
+} from './valkey-limiters.js';
 
 // Far above the ~12 decisions a key gets per round, so every contender allows everything.
 export const LIMIT: Limit = { threshold: 1000, periodMs: 60_000 };
@@ -17,8 +22,16 @@ if (LIMIT.threshold !== INLINE_LIMIT.threshold || LIMIT.periodMs !== INLINE_LIMI
   throw new Error('the inline-policy row must write the limit every other row uses');
 }
 
+const FLOOR_LABEL = 'floor: minimal 4-call sorted-set script';
+
 /** A contender that runs on both libraries; its ioredis id has no suffix. */
 export type SharedId = 'floor' | 'flexible' | `ours:${RateAlgorithm}`;
+
+/** A row on the private valkey-server: ioredis for the server's ratio, iovalkey, GLIDE. */
+export type ValkeyId =
+  | 'floor@valkey'
+  | 'ours:sliding-window@valkey'
+  | `${'floor' | 'flexible' | 'ours:sliding-window'}:${ValkeyLibrary}`;
 
 export type DecisionsId =
   | SharedId
@@ -26,7 +39,11 @@ export type DecisionsId =
   | `ours:${Algorithm}`
   | 'ours:auto-pipelining'
   | 'ours:fixed-window:inline'
-  | 'nest-lab';
+  | 'nest-lab'
+  | ValkeyId;
+
+/** The server a row runs on. */
+export type ServerName = 'redis' | 'valkey';
 
 /** The id of `id` on `library`. */
 export const onLibrary = (id: SharedId, library: Library): DecisionsId =>
@@ -36,9 +53,13 @@ export interface Contender {
   readonly id: DecisionsId;
   readonly label: string;
   readonly library: Library;
-  /** The floor and rate-limiter-flexible rows this row is compared with: same library. */
+  readonly server: ServerName;
+  /**
+   * The floor and rate-limiter-flexible rows this row is compared with: same library, same
+   * server. ioredis on Valkey has no rate-limiter-flexible row of its own.
+   */
   readonly floor: DecisionsId;
-  readonly flexible: DecisionsId;
+  readonly flexible?: DecisionsId;
   readonly start: (url: string) => Promise<Limiter>;
 }
 
@@ -48,13 +69,12 @@ const ourPolicy = (algorithm: Algorithm) => ({
   threshold: LIMIT.threshold,
 });
 
-function onEach(
-  library: Library,
-  rows: readonly Omit<Contender, 'library' | 'floor' | 'flexible'>[],
-): Contender[] {
+type Row = Omit<Contender, 'library' | 'server' | 'floor' | 'flexible'>;
+
+function onEach(library: Library, rows: readonly Row[]): Contender[] {
   const floor = onLibrary('floor', library);
   const flexible = onLibrary('flexible', library);
-  return rows.map((row) => ({ ...row, library, floor, flexible }));
+  return rows.map((row) => ({ ...row, library, server: 'redis', floor, flexible }));
 }
 
 /** The rows both libraries have, each with its own client and key prefix. */
@@ -63,7 +83,7 @@ function shared(library: Library): Contender[] {
   return onEach(library, [
     {
       id: onLibrary('floor', library),
-      label: 'floor: minimal 4-call sorted-set script',
+      label: FLOOR_LABEL,
       start: (url) =>
         library === 'ioredis'
           ? floorLimiter(url, 'floor', LIMIT)
@@ -120,4 +140,59 @@ export const CONTENDERS: readonly Contender[] = [
       start: (url) => nodeRedisFlexibleLimiter(url, LIMIT, { prefix: 'rlflx-nr' }),
     },
   ]),
+];
+
+/** The rows of a Valkey client: the floor, ours (sliding window) and rate-limiter-flexible. */
+function onValkeyClient(library: ValkeyLibrary): Contender[] {
+  const floor: ValkeyId = `floor:${library}`;
+  const flexible: ValkeyId = `flexible:${library}`;
+  const row = (id: ValkeyId, label: string, start: Contender['start']): Contender => ({
+    id,
+    label,
+    library,
+    server: 'valkey',
+    floor,
+    flexible,
+    start,
+  });
+  const peer = library === 'glide' ? 'RateLimiterValkeyGlide' : 'RateLimiterValkey';
+  return [
+    row(floor, FLOOR_LABEL, (url) => valkeyFloorLimiter(library, url, `floor-${library}`, LIMIT)),
+    row(`ours:sliding-window:${library}`, 'ours sliding-window', (url) =>
+      ourLimiter(url, {
+        prefix: `ours-sliding-window-${library}`,
+        library,
+        policy: ourPolicy('sliding-window'),
+      }),
+    ),
+    row(flexible, `rate-limiter-flexible ${peer}`, (url) =>
+      valkeyFlexibleLimiter(library, url, LIMIT, `rlflx-${library}`),
+    ),
+  ];
+}
+
+/**
+ * The rows on the private valkey-server: the floor and ours on ioredis, which set against the
+ * same rows on Redis give the one server's speed against the other's, then each Valkey client.
+ */
+export const VALKEY_CONTENDERS: readonly Contender[] = [
+  {
+    id: 'floor@valkey',
+    label: FLOOR_LABEL,
+    library: 'ioredis',
+    server: 'valkey',
+    floor: 'floor@valkey',
+    start: (url) => floorLimiter(url, 'floor', LIMIT),
+  },
+  {
+    id: 'ours:sliding-window@valkey',
+    label: 'ours sliding-window',
+    library: 'ioredis',
+    server: 'valkey',
+    floor: 'floor@valkey',
+    start: (url) =>
+      ourLimiter(url, { prefix: 'ours-sliding-window', policy: ourPolicy('sliding-window') }),
+  },
+  ...onValkeyClient('iovalkey'),
+  ...onValkeyClient('glide'),
 ];

@@ -13,7 +13,7 @@ import {
   neverDegraded,
 } from './limiter.js';
 
-const FLOOR_SCRIPT = `
+export const FLOOR_SCRIPT = `
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)

@@ -2,8 +2,9 @@
 import { Redis } from 'ioredis';
 import { createClient, type RedisClientType } from 'redis';
 
-/** The two Redis libraries a contender can run on. */
-export type Library = 'ioredis' | 'node-redis';
+/** The client libraries a contender can run on; GLIDE and iovalkey only on the Valkey rows. */
+export type Library = 'ioredis' | 'node-redis' | 'iovalkey' | 'glide';
+/** The libraries whose rows run on Redis, each with the whole set of contenders. */
 export const LIBRARIES: readonly Library[] = ['ioredis', 'node-redis'];
 
 /** A node-redis client (v6), as `createClient({ url }).connect()` gives it. */
@@ -16,8 +17,8 @@ export interface Limit {
 }
 
 export interface Limiter {
-  /** Its own client, default options unless the row says otherwise: ioredis or node-redis. */
-  readonly client: Redis | NodeRedis;
+  /** Its own client, default options unless the row says otherwise, of the row's library. */
+  readonly client: unknown;
   /** Counts one request against `key`; resolves to whether it was allowed. */
   decide(key: string): Promise<boolean>;
   /** Text that appears in a command's arguments exactly when the command concerns `key`. */

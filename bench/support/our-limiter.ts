@@ -9,6 +9,7 @@ import {
   RateLimitService,
 } from '../../lib/index.js';
 import { closeClient, connectNodeRedis, type Library, type Limiter } from './limiter.js';
+import { connectGlide, connectIovalkey } from './valkey-limiters.js';
 
 /** One decision as the application writes the call. */
 export type Consume = (service: RateLimitService, key: string) => Promise<RateLimitDecision>;
@@ -30,13 +31,19 @@ export type OurLimiterOptions = {
     }
 );
 
+/** A connected client of `library`, default options (ioredis: the row's). */
+async function connect(library: Library, url: string, ioredisOptions?: RedisOptions) {
+  if (library === 'node-redis') return connectNodeRedis(url);
+  if (library === 'iovalkey') return connectIovalkey(url);
+  if (library === 'glide') return connectGlide(url);
+  const client = new Redis(url, ioredisOptions ?? {});
+  await client.ping();
+  return client;
+}
+
 export async function ourLimiter(url: string, options: OurLimiterOptions): Promise<Limiter> {
-  // A node-redis client goes in `redis:` too: the module recognises either library's client.
-  const client =
-    options.library === 'node-redis'
-      ? await connectNodeRedis(url)
-      : new Redis(url, options.clientOptions ?? {});
-  if (client instanceof Redis) await client.ping();
+  // Every library's client goes in `redis:`: the module recognises each by its shape.
+  const client = await connect(options.library ?? 'ioredis', url, options.clientOptions);
   const moduleRef = await Test.createTestingModule({
     imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: options.prefix })],
   }).compile();
@@ -59,7 +66,9 @@ export async function ourLimiter(url: string, options: OurLimiterOptions): Promi
     close: async () => {
       await app.close();
       // The module leaves a client it was given open.
-      await closeClient(client);
+      if ('invokeScript' in client) client.close();
+      else if ('quit' in client && !(client instanceof Redis)) await client.quit();
+      else await closeClient(client);
     },
   };
 }

@@ -8,6 +8,7 @@ import {
   type Limit,
   type Limiter,
   neverDegraded,
+  type NodeRedis,
 } from './limiter.js';
 
 export interface FlexibleOptions {
@@ -43,20 +44,34 @@ export async function nodeRedisFlexibleLimiter(
 }
 
 function flexibleOn(
-  client: Limiter['client'],
+  client: Redis | NodeRedis,
   limit: Limit,
   options: FlexibleOptions,
   extra: { readonly useRedisPackage?: boolean },
 ): Limiter {
-  if (limit.periodMs % 1000 !== 0) throw new Error('rate-limiter-flexible counts whole seconds');
   const limiter = new RateLimiterRedis({
     storeClient: client,
     keyPrefix: options.prefix,
-    points: limit.threshold,
-    duration: limit.periodMs / 1000,
+    ...flexiblePoints(limit),
     inMemoryBlockOnConsumed: options.inMemoryBlockOnConsumed,
     ...extra,
   });
+  return flexibleRow(limiter, client, options.prefix, () => closeClient(client));
+}
+
+/** rate-limiter-flexible's points and duration for `limit`, which it counts in whole seconds. */
+export function flexiblePoints(limit: Limit): { points: number; duration: number } {
+  if (limit.periodMs % 1000 !== 0) throw new Error('rate-limiter-flexible counts whole seconds');
+  return { points: limit.threshold, duration: limit.periodMs / 1000 };
+}
+
+/** A rate-limiter-flexible limiter of any store as a contender. */
+export function flexibleRow(
+  limiter: { consume(key: string): Promise<unknown> },
+  client: unknown,
+  prefix: string,
+  close: () => Promise<void>,
+): Limiter {
   return {
     client,
     decide: async (key) => {
@@ -69,9 +84,9 @@ function flexibleOn(
         throw error;
       }
     },
-    redisKeyMarker: (key) => `${options.prefix}:${key}`,
+    redisKeyMarker: (key) => `${prefix}:${key}`,
     degraded: neverDegraded,
-    close: () => closeClient(client),
+    close,
   };
 }
 

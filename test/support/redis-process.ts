@@ -56,8 +56,9 @@ export interface SentinelMode {
 }
 
 /**
- * Starts the project's server (`redis-server` or `valkey-server`) on `port` with nothing saved to disk, and resolves once it accepts
- * connections. `envVar` names the variable that points the tests at an external server instead.
+ * Starts `server` (by default the project's: `redis-server` or `valkey-server`) on `port` with
+ * nothing saved to disk, and resolves once it accepts connections. `envVar` names the variable
+ * that points the tests at an external server instead.
  */
 export function spawnRedisServer(
   port: number,
@@ -65,6 +66,7 @@ export function spawnRedisServer(
   extraArgs: readonly string[],
   envVar: string,
   sentinel?: SentinelMode,
+  server: TestServer = testServer(),
 ): Promise<ChildProcess> {
   const ready = sentinel === undefined ? 'Ready to accept connections' : '+monitor master';
   const args = [
@@ -73,7 +75,7 @@ export function spawnRedisServer(
     ...['--save', '', '--appendonly', 'no', '--dir', dir],
     ...extraArgs,
   ];
-  const { command } = testServer();
+  const { command } = server;
   return new Promise((resolve, reject) => {
     const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
