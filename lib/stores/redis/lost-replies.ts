@@ -52,6 +52,19 @@ export async function sendAgain(
   throw error;
 }
 
+/** Sends a decision, and sends it again as {@link sendAgain} does when its reply was lost. */
+export async function sendResending(
+  send: () => Promise<unknown>,
+  reconnected: ReconnectWaiters,
+  untilMs: number,
+): Promise<unknown> {
+  try {
+    return await send();
+  } catch (error) {
+    return sendAgain(error, send, reconnected, untilMs);
+  }
+}
+
 interface Waiter {
   readonly untilMs: number;
   readonly resolve: (ready: boolean) => void;

@@ -7,10 +7,11 @@ import { type Clock, type RateLimitDecision } from '../store.interface.js';
 import { type RedisClient, scriptClientFor } from './redis-client.js';
 import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
+import { CallerClock, TIME_REFUSED } from './caller-clock.js';
 import { ClientWatch } from './client-watch.js';
 import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
-import { ReconnectWaiters, sendAgain } from './lost-replies.js';
+import { ReconnectWaiters, sendResending } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
 
@@ -90,6 +91,7 @@ export class RedisStore extends OperationStore {
   private deadline: AnswerDeadline | undefined;
   private readonly reconnected: ReconnectWaiters;
   private readonly watch: ClientWatch;
+  private readonly callerClock: CallerClock;
 
   constructor(options: RedisStoreOptions) {
     super();
@@ -104,6 +106,7 @@ export class RedisStore extends OperationStore {
     this.runner = new DecisionRunner(scripts, options.functions ?? true);
     this.reconnected = new ReconnectWaiters(scripts);
     this.watch = new ClientWatch(scripts);
+    this.callerClock = new CallerClock(scripts);
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
     // A simulated clock has no relation to the time at which Redis runs the script.
@@ -153,7 +156,10 @@ export class RedisStore extends OperationStore {
     await Promise.all(
       scripts.map((script) =>
         this.runner.run(script, [], [WARM_UP_OP, '']).then(
-          (reply) => this.deadline?.observe((reply as number[])[1]),
+          (reply) =>
+            (reply as number[])[0] === TIME_REFUSED
+              ? this.callerClock.adopt()
+              : this.deadline?.observe((reply as number[])[1]),
           // The first decision's reply teaches the same.
           () => {},
         ),
@@ -239,27 +245,31 @@ export class RedisStore extends OperationStore {
       const until = performance.now() + RESEND_WITHOUT_DEADLINE_MS;
       if (!correction || !(await this.reconnected.ready(until))) throw this.notConnected;
     }
+    // Only where Redis refuses TIME in scripts: once per connection.
+    if (this.callerClock.needsRead && this.callerClock.inUse) await this.callerClock.read();
     const { keys, policies } = limits;
     const costs = encoded.costs ?? limits.costs;
     const op = opArg(encoded);
     const n = keys.length;
     const args = new Array<string>(2 + n);
+    const sentAt = performance.now();
     args[0] = op;
-    args[1] = this.clockArg(correction);
+    args[1] = this.clockArg(sentAt, correction);
     for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs);
     // One more key than policies: the decision's id key, so that no copy of it applies again.
     const sent = encoded.applies && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
     const script = scriptFor(policies);
-    const sentAt = performance.now();
-    let reply: number[];
-    try {
-      reply = (await this.runner.run(script, sent, args)) as number[];
-    } catch (error) {
-      // A copy is sent only while its caller still waits; a correction has no caller.
-      const bound = correction ? undefined : this.deadline?.timeoutMs;
-      const untilMs = sentAt + (bound ?? RESEND_WITHOUT_DEADLINE_MS);
-      const again = () => this.runner.run(script, sent, args);
-      reply = (await sendAgain(error, again, this.reconnected, untilMs)) as number[];
+    // A copy is sent only while its caller still waits; a correction has no caller.
+    const untilMs =
+      sentAt + ((correction ? undefined : this.deadline?.timeoutMs) ?? RESEND_WITHOUT_DEADLINE_MS);
+    const run = () => this.runner.run(script, sent, args);
+    const send = () => sendResending(run, this.reconnected, untilMs) as Promise<number[]>;
+    let reply = await send();
+    if (reply[0] === TIME_REFUSED) {
+      // Nothing was applied: the same decision goes again, carrying the time itself.
+      await this.callerClock.adopt();
+      args[1] = this.clockArg(sentAt, correction);
+      reply = await send();
     }
     if (reply[0] === -1) {
       this.deadline?.observe(reply[1]);
@@ -275,10 +285,13 @@ export class RedisStore extends OperationStore {
     return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
   }
 
-  /** The decision's clock argument: the deadline (none for a correction), or the test clock's time. */
-  private clockArg(correction?: true): string {
+  /** The clock argument (see `decide.lua`) of a decision whose caller waits since `sentAt`. */
+  private clockArg(sentAt: number, correction?: true): string {
     if (this.clock !== undefined) {
       return `t${toMicros(this.clock())}:${SIMULATED_CLOCK_TTL_SLACK_MS}`;
+    }
+    if (this.callerClock.inUse) {
+      return this.callerClock.arg(sentAt, correction ? undefined : this.deadline?.timeoutMs);
     }
     return correction ? '' : (this.deadline?.forNow() ?? '');
   }
