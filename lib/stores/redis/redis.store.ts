@@ -5,6 +5,7 @@ import { OperationStore } from '../operation-store.js';
 import { type Limits, type StoreCall } from '../store-call.js';
 import { type Clock, type RateLimitDecision } from '../store.interface.js';
 import { type RedisClient, scriptClientFor } from './redis-client.js';
+import { type MemoryPolicy, type RedisStoreOptions } from './redis-store-options.js';
 import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { CallerClock, TIME_REFUSED } from './caller-clock.js';
@@ -15,44 +16,7 @@ import { ReconnectWaiters, sendResending } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
 
-export interface RedisStoreOptions {
-  /**
-   * An ioredis `Redis` or `Cluster`, or a node-redis client from `createClient()` or
-   * `createCluster()` (v5 or later). Connected by its owner, or by the module when it is handed
-   * over unopened.
-   */
-  client: RedisClient;
-  /** Close the client in `close()`. Set by the module for clients it created itself. */
-  ownsClient?: boolean;
-  /**
-   * How long the caller waits for a decision, in ms: a decision that reaches Redis later than
-   * that (a paused server, a command a client queued or resent late) records nothing, because the
-   * caller's fallback has answered it already. A copy that arrives in time is answered by the
-   * decision's id (see docs/redis.md, Decision ids), and a decision whose reply was lost is sent
-   * again within this time. The module sets it to its `timeout`. Unset: no deadline; ids are kept
-   * 5 s, and lost decisions are sent again within 4 s.
-   */
-  answerWithinMs?: number;
-  /**
-   * Test clock in milliseconds, passed to the script instead of Redis `TIME`. Leave unset in
-   * production: one Redis clock is what keeps every instance in agreement.
-   */
-  clock?: Clock;
-  /**
-   * Run decisions as Redis Functions (FCALL) where the server allows it, the default; false sends
-   * them as scripts (EVALSHA) always. Where `FUNCTION` is refused (by an ACL, or
-   * a managed service that disables it), scripts either way.
-   */
-  functions?: boolean;
-}
-
-/** What one Redis primary does when its memory is full; see {@link RedisStore.memoryPolicies}. */
-export interface MemoryPolicy {
-  /** `noeviction`, or the keys it evicts: `allkeys-lru`, `volatile-ttl`, … */
-  readonly policy: string;
-  /** The memory limit in bytes; 0 for none, under which nothing is evicted. */
-  readonly maxmemory: number;
-}
+export type { MemoryPolicy, RedisStoreOptions } from './redis-store-options.js';
 
 // Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
 // vanish while the simulated time says it still matters.
@@ -245,15 +209,14 @@ export class RedisStore extends OperationStore {
       const until = performance.now() + RESEND_WITHOUT_DEADLINE_MS;
       if (!correction || !(await this.reconnected.ready(until))) throw this.notConnected;
     }
-    // Only where Redis refuses TIME in scripts: once per connection.
-    if (this.callerClock.needsRead && this.callerClock.inUse) await this.callerClock.read();
+    // Only where Redis refuses TIME in scripts: its clock is read once per connection.
+    if (this.callerClock.inUse) await this.callerClock.fresh();
     const { keys, policies } = limits;
     const costs = encoded.costs ?? limits.costs;
-    const op = opArg(encoded);
     const n = keys.length;
     const args = new Array<string>(2 + n);
     const sentAt = performance.now();
-    args[0] = op;
+    args[0] = opArg(encoded);
     args[1] = this.clockArg(sentAt, correction);
     for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs);
     // One more key than policies: the decision's id key, so that no copy of it applies again.
