@@ -1,6 +1,7 @@
 import { encodeCall, type EncodedCall, opArg } from '../call-encoding.js';
 import { toMicros } from '../clock.js';
 import { decisionFromReply } from '../decision.js';
+import { giveBackLate } from '../late-replies.js';
 import { OperationStore } from '../operation-store.js';
 import { type Limits, type StoreCall } from '../store-call.js';
 import { type Clock, type RateLimitDecision } from '../store.interface.js';
@@ -12,7 +13,7 @@ import { CallerClock, TIME_REFUSED } from './caller-clock.js';
 import { ClientWatch } from './client-watch.js';
 import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
-import { ReconnectWaiters, sendResending } from './lost-replies.js';
+import { giveBackIfRun, ReconnectWaiters, sendResending } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
 
@@ -227,12 +228,24 @@ export class RedisStore extends OperationStore {
       sentAt + ((correction ? undefined : this.deadline?.timeoutMs) ?? RESEND_WITHOUT_DEADLINE_MS);
     const run = () => this.runner.run(script, sent, args);
     const send = () => sendResending(run, this.reconnected, untilMs) as Promise<number[]>;
-    let reply = await send();
-    if (reply[0] === TIME_REFUSED) {
-      // Nothing was applied: the same decision goes again, carrying the time itself.
-      await this.callerClock.adopt();
-      args[1] = this.clockArg(sentAt, correction);
+    let reply: number[];
+    try {
       reply = await send();
+      if (reply[0] === TIME_REFUSED) {
+        // Nothing was applied: the same decision goes again, carrying the time itself.
+        await this.callerClock.adopt();
+        args[1] = this.clockArg(sentAt, correction);
+        reply = await send();
+      }
+    } catch (error) {
+      // The fallback answers it; if Redis ran it meanwhile, that is given back once it can tell.
+      const deadlineSent = !correction && this.deadline !== undefined && /\d$/.test(args[1]);
+      if (deadlineSent && (encoded.op === 'c' || encoded.op === 'w')) {
+        const giveBack = (r: number[]) =>
+          giveBackLate(this, limits, decisionFromReply(r, policies));
+        giveBackIfRun(error, run, this.reconnected, untilMs, giveBack);
+      }
+      throw error;
     }
     if (reply[0] === -1) {
       this.deadline?.observe(reply[1]);
