@@ -14,10 +14,11 @@ export interface RedisStoreOptions {
   /**
    * How long the caller waits for a decision, in ms: a decision that reaches Redis later than
    * that (a paused server, a command a client queued or resent late) records nothing, because the
-   * caller's fallback has answered it already. A copy that arrives in time is answered by the
-   * decision's id (see docs/redis.md, Decision ids), and a decision whose reply was lost is sent
-   * again within this time. The module sets it to its `timeout`. Unset: no deadline; ids are kept
-   * 5 s, and lost decisions are sent again within 4 s.
+   * caller's fallback has answered it already. A copy of a decision that Redis ran is answered
+   * by the decision's id, kept this long plus 500 ms (see docs/redis.md, Decision ids); a decision
+   * whose reply was lost is sent again within this time, and given back if Redis ran it when the
+   * client is back only later. The module sets it to its `timeout`. Unset: no deadline; ids are
+   * kept 5 s, and lost decisions are sent again within 4 s.
    */
   answerWithinMs?: number;
   /**

@@ -34,7 +34,8 @@ const RESEND_WITHOUT_DEADLINE_MS = 4000;
 
 /**
  * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
- * Lua call over all of a route's policies, reading the time from Redis itself: an FCALL of the
+ * Lua call over all of a route's policies, reading the time from Redis itself (where scripts may
+ * not, carrying the store's estimate of it: see docs/redis.md, Clock): an FCALL of the
  * module's function library, loaded by `warmUp`, or where Functions are unavailable an EVALSHA
  * (and EVAL when the server has lost its script cache). Works with ioredis and node-redis alike.
  * While the client is not connected, a decision fails at once and nothing is sent, so no decision
