@@ -16,6 +16,7 @@ import { policyArg } from '../../lib/stores/redis/policy-args.js';
 import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { CLIENT_KINDS, openClient } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { useCluster } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 
 const LIMIT = 5;
@@ -222,5 +223,32 @@ describe.each([
     )) as number[];
     expect(reply).toEqual([-1, now - 2000]);
     expect(await redis.shared.exists(key, id)).toBe(0);
+  });
+});
+
+describe('on a cluster whose default user may not run TIME', () => {
+  // Nodes of its own: the default user of a cluster the tests share must keep TIME.
+  const cluster = useCluster({ replicas: 0, own: true });
+  beforeAll(async () => {
+    for (const node of cluster().nodes) {
+      await cluster().admin(node).call('ACL', 'SETUSER', 'default', '-time');
+    }
+  });
+
+  it.each(CLIENT_KINDS)('decides exactly on every master, warning once (%s)', async (kind) => {
+    const store = new RedisStore({ client: await cluster().connect(kind), answerWithinMs: 1000 });
+    await store.warmUp();
+    // Keys under several hash tags, so that every master decides some.
+    const keys = Array.from({ length: 6 }, () => `clock:{${randomUUID()}}`);
+    for (const key of keys) {
+      const allowed: boolean[] = [];
+      for (let i = 0; i < LIMIT + 1; i++) {
+        allowed.push((await store.consume([key], [POLICY], [1])).allowed);
+      }
+      expect(allowed).toEqual([...Array(LIMIT).fill(true), false]);
+    }
+    expect(new Set(keys.map((key) => store.nodeOf([key]))).size).toBeGreaterThan(1);
+    expect(logs.clock).toHaveLength(1);
+    expect(logs.clock[0]).toContain('read with INFO server');
   });
 });
