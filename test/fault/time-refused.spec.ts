@@ -8,8 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Logger, type LoggerService } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import { type Redis } from 'ioredis';
-import { RedisStore } from '../../lib/index.js';
+import { RateLimitModule, RateLimitService, RedisStore } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { CLOCK_DOCS } from '../../lib/stores/redis/caller-clock.js';
 import { policyArg } from '../../lib/stores/redis/policy-args.js';
@@ -121,6 +122,33 @@ describe.each(Object.entries(USERS))('a user with %s', (_name, { acl, read }) =>
     expect(await redis.shared.zcard(key)).toBe(LIMIT);
     expect(logs.clock).toHaveLength(1);
   });
+});
+
+describe('through the module', () => {
+  const user = useUser(['-time']);
+
+  it.each(CLIENT_KINDS)(
+    'a client handed over decides exactly, and one warning says why (%s)',
+    async (kind) => {
+      const client = await redis.connect(kind, { user });
+      const ref = await Test.createTestingModule({
+        imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: `clock-${randomUUID()}` })],
+      }).compile();
+      const app = ref.createNestApplication({ logger: logs });
+      await app.init();
+      try {
+        const limiter = app.get(RateLimitService);
+        const decisions = [];
+        for (let i = 0; i < LIMIT + 1; i++)
+          decisions.push(await limiter.consume('user', { threshold: LIMIT }));
+        expect(decisions.map((d) => d.degraded)).toEqual(Array(LIMIT + 1).fill(undefined));
+        expect(decisions.map((d) => d.allowed)).toEqual([...Array(LIMIT).fill(true), false]);
+      } finally {
+        await app.close();
+      }
+      expect(logs.clock).toHaveLength(1);
+    },
+  );
 });
 
 describe('the clock is read again after a reconnect', () => {
