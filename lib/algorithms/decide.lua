@@ -14,10 +14,17 @@
 --          afterwards: allowed, and each policy's remaining quota.
 --          Encoded from a store call in lib/stores/call-encoding.ts, as are a block's lock-out and
 --          costs in argv[3..]; the memory twin, decide.ts, takes the same encoding.
--- argv[2]  the clock. In production Redis TIME is the one shared clock, and this is the last
---          moment (µs) the caller still waits for the answer, or empty for none. Tests that
---          simulate time send `t<now µs>:<ms>`: the time, and the ms added to every TTL so that
---          real expiry cannot race the simulated clock.
+-- argv[2]  the clock, in one of three forms:
+--          - `<deadline µs>`, or empty for none: the usual form. Redis TIME is the one shared
+--            clock, and the deadline is the last moment (on that clock) the caller still waits
+--            for the answer.
+--          - `c<now µs>:<deadline µs>` (the deadline may be empty): the caller's clock, for a
+--            server that refuses TIME inside scripts (answered { -2 } below). `now` is the
+--            caller's estimate of Redis's time (see lib/stores/redis/caller-clock.ts). A script
+--            cannot read the time there, so the deadline is checked against the expiry of the
+--            decision's id key instead, which follows Redis's clock: see `passed`.
+--          - `t<now µs>:<ms>`: tests that simulate time; the ms are added to every TTL so that
+--            real expiry cannot race the simulated clock. No deadline.
 -- argv[3..] one per policy, joined by the caller once per route: "<algorithm id> <period µs>
 --          <limit> <burst> <lock-out µs; 0: none> <cost>". A policy with a lock-out that rejects a
 --          request locks its key out from that moment: its state is replaced by the lock-out (see
@@ -27,8 +34,10 @@
 --
 -- Reply: { allowed, then four per policy: allowed, remaining, retry_after_us (NEVER, ON_RELEASE),
 --          reset_after_ms, then now (µs), then the lease id when a concurrency policy took one };
---          { -1, now } when it came too late and did nothing. A decision whose id key is set
---          answers the reply stored there, and does nothing.
+--          { -1, now } when it came too late and did nothing; { -2 } when the server refused TIME,
+--          and it did nothing. A decision whose id key is set answers the reply stored there, and
+--          does nothing, whenever it arrives: a copy of a decision that applied answers as the
+--          decision did, even past its deadline.
 
 -- Policies by their argument. A function library keeps them between calls, so that each route's
 -- policy is parsed once; a script starts afresh on every call. Never changed once parsed, and
@@ -61,10 +70,12 @@ local function costless(p)
   return { algorithm = p.algorithm, period = p.period, limit = p.limit, burst = p.burst, cost = 0, block = p.block }
 end
 
--- A decision's id key lives while a copy of the decision could still be accepted: until its
--- deadline (a copy arriving later is refused above), plus a margin for the rounding to ms; with no
--- deadline, for a fixed while. RedisStore keeps its retries within the same bounds.
-local ONCE_MARGIN_MS, ONCE_WITHOUT_DEADLINE_MS = 100, 5000
+-- A decision's id key lives while a copy of the decision could still arrive: until its deadline,
+-- plus a margin; with no deadline, for a fixed while. RedisStore sends copies until its timeout
+-- has passed since the first was sent, which on Redis's clock is the deadline plus the error of
+-- the store's estimate of that clock (at most a round trip, early): the margin covers that and the
+-- copy's way to Redis. A copy that arrives later finds no id, and is refused as late.
+local ONCE_MARGIN_MS, ONCE_WITHOUT_DEADLINE_MS = 500, 5000
 
 -- Stores the reply of a decision that carries an id key, so that a copy of it (resent by a client
 -- after a reconnect, or retried by the store after a lost reply) answers the same and applies
@@ -115,22 +126,38 @@ local function rejected(key, p, now, slack, op, retry, w1, w2, lock)
   return remaining, reset, retry
 end
 
+-- Whether Redis's clock has passed `deadline` (µs), where the script cannot read that clock: the
+-- id key is set to expire at the deadline, which Redis does at once when it has passed. Only a
+-- decision with an id applies anything, so only it needs the check; the key is gone afterwards.
+local function passed(once, deadline)
+  if not once then
+    return false
+  end
+  redis.call('SET', once, '')
+  redis.call('PEXPIREAT', once, string.format('%d', math.floor(deadline / 1000)))
+  local left = redis.call('PTTL', once)
+  redis.call('DEL', once)
+  return left < 0
+end
+
 local function decide(keys, argv)
-  local now, slack, deadline = nil, 0, nil
+  local now, slack, deadline, caller = nil, 0, nil, false
   local clock = argv[2]
-  if string.byte(clock, 1) == 116 then -- 't'
+  local form = string.byte(clock, 1)
+  if form == 116 then -- 't'
     local at, pad = string.match(clock, '^t(%S+):(%S+)$')
     now, slack = tonumber(at), tonumber(pad)
+  elseif form == 99 then -- 'c'
+    local at, by = string.match(clock, '^c(%d+):(%d*)$')
+    now, deadline, caller = tonumber(at), tonumber(by), true
   else
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    -- A decision that reaches Redis after its caller stopped waiting (a paused server, a command
-    -- a client queued or resent) was already answered by the fallback: counting it would count
-    -- that request twice.
-    deadline = tonumber(clock)
-    if deadline and now > deadline then
-      return { -1, now }
+    local t = redis.pcall('TIME')
+    if t.err then
+      -- Refused (an ACL without TIME, a managed service): the store sends its own clock instead.
+      return { -2 }
     end
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    deadline = tonumber(clock)
   end
   local once = nil
   if #keys > #argv - 2 then
@@ -139,6 +166,13 @@ local function decide(keys, argv)
     if first then
       return cmsgpack.unpack(first)
     end
+  end
+  -- A decision that reaches Redis after its caller stopped waiting (a paused server, a command a
+  -- client queued or resent) was already answered by the fallback: counting it would count that
+  -- request twice. Checked after the id, so that a copy of a decision that did apply still answers
+  -- what it decided rather than leave the fallback to answer a request Redis counted.
+  if deadline and (caller and passed(once, deadline) or (not caller and now > deadline)) then
+    return { -1, now }
   end
   local op, at = argv[1], nil
   if #op > 1 then

@@ -1,6 +1,7 @@
 /**
  * A TCP proxy in front of a test server, for faults a real network has: added latency each way,
- * and connections reset in the middle of a reply. Loopback only.
+ * connections reset in the middle of a reply, and new connections refused for a while. Loopback
+ * only.
  */
 import { createServer, type Server, type Socket, connect } from 'node:net';
 
@@ -15,6 +16,11 @@ export interface TcpProxy {
    * The server has already run the command. Resolves once a connection was reset.
    */
   resetMidReply(): Promise<void>;
+  /**
+   * Resets every connection a client opens for the next `ms` ms, as a network that is still down
+   * does: a client whose first reconnection is immediate (node-redis) then waits for its retry.
+   */
+  refuseConnections(ms: number): void;
   /** How many connections were reset so far. */
   readonly resets: number;
   /** How many client connections were accepted so far. */
@@ -28,6 +34,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   let resets = 0;
   let connections = 0;
   let armed: (() => void) | undefined;
+  let refuseUntil = 0;
   const sockets = new Set<Socket>();
 
   const forward = (from: Socket, to: Socket, onChunk?: (chunk: Buffer) => boolean) => {
@@ -39,6 +46,10 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   };
 
   const server: Server = createServer((client) => {
+    if (performance.now() < refuseUntil) {
+      client.resetAndDestroy();
+      return;
+    }
     connections++;
     const upstream = connect(targetPort, '127.0.0.1');
     sockets.add(client).add(upstream);
@@ -78,6 +89,9 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     },
     resetMidReply() {
       return new Promise<void>((resolve) => (armed = resolve));
+    },
+    refuseConnections(ms) {
+      refuseUntil = performance.now() + ms;
     },
     get resets() {
       return resets;

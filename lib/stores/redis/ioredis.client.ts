@@ -76,6 +76,11 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
         ),
       );
     },
+    command(args) {
+      const [node] = primaries(client);
+      if (node === undefined) return Promise.reject(new Error('the cluster knows no primary yet'));
+      return tracked(node.call(args[0], ...args.slice(1)));
+    },
     close: () => closeIoredis(client),
     // A Cluster keeps each slot's nodes as `host:port`, the master first.
     nodeOf: client.isCluster

@@ -52,6 +52,52 @@ export async function sendAgain(
   throw error;
 }
 
+/** Sends a decision, and sends it again as {@link sendAgain} does when its reply was lost. */
+export async function sendResending(
+  send: () => Promise<unknown>,
+  reconnected: ReconnectWaiters,
+  untilMs: number,
+): Promise<unknown> {
+  try {
+    return await send();
+  } catch (error) {
+    return sendAgain(error, send, reconnected, untilMs);
+  }
+}
+
+// As ONCE_MARGIN_MS in decide.lua: how long past a decision's deadline Redis keeps its id.
+const ID_KEPT_PAST_DEADLINE_MS = 500;
+
+/**
+ * A decision whose reply was lost, and that could not be sent again before its caller stopped
+ * waiting at `deadlineMs` (`performance.now()` time; the client was still reconnecting), is
+ * answered by the fallback, while Redis may have run it. Once the client is back, and while Redis
+ * still keeps the decision's id, one more copy (`send`) asks: past the deadline it applies nothing
+ * whatever happened, and it answers what Redis decided if Redis ran the decision, which
+ * `giveBack` then undoes, as a late reply is. Later than that nothing can be learnt, and a
+ * decision Redis ran stays counted. Only for a decision sent with a deadline: a copy without one
+ * would decide afresh, and so would one sent before the deadline.
+ */
+export function giveBackIfRun(
+  error: unknown,
+  send: () => Promise<unknown>,
+  reconnected: ReconnectWaiters,
+  deadlineMs: number,
+  giveBack: (reply: number[]) => void,
+): void {
+  if (!lostInFlight(error) || performance.now() < deadlineMs) return;
+  reconnected
+    .ready(deadlineMs + ID_KEPT_PAST_DEADLINE_MS)
+    .then(async (ready) => {
+      if (!ready) return;
+      const reply = (await send()) as number[];
+      // -1: Redis holds no id, so the decision never ran (or its id is gone): nothing to undo.
+      if (reply[0] >= 0) giveBack(reply);
+    })
+    // A copy that fails too leaves the decision as it was.
+    .catch(() => {});
+}
+
 interface Waiter {
   readonly untilMs: number;
   readonly resolve: (ready: boolean) => void;

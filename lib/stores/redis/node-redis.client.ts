@@ -43,6 +43,11 @@ export interface NodeRedisClient {
   off?(event: string, listener: (error: Error) => void): unknown;
 }
 
+/** What a client of one server sends beside the commands declared in {@link NodeRedisClient}. */
+interface OneNodeCommands {
+  sendCommand?(args: string[]): Promise<unknown>;
+}
+
 // Shutdown must finish even if the server never answers what is pending.
 const CLOSE_GRACE_MS = 2000;
 
@@ -113,6 +118,14 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
         throw new TypeError('this node-redis client cannot send CONFIG GET to its primaries');
       }
       return Promise.all(nodes.map(async (node) => configRecord(await node.configGet!(pattern))));
+    },
+    async command(args) {
+      // Not declared above: a cluster's takes other arguments; a node's (or a client's) these.
+      const [node] = (await primaries(client)) as Array<NodeRedisClient & OneNodeCommands>;
+      if (typeof node?.sendCommand !== 'function') {
+        throw new TypeError('this node-redis client cannot send a command to its primary');
+      }
+      return node.sendCommand([...args]);
     },
     async close() {
       if (!client.isOpen) return;

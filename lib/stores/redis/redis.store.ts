@@ -1,57 +1,23 @@
 import { encodeCall, type EncodedCall, opArg } from '../call-encoding.js';
 import { toMicros } from '../clock.js';
 import { decisionFromReply } from '../decision.js';
+import { giveBackLate } from '../late-replies.js';
 import { OperationStore } from '../operation-store.js';
 import { type Limits, type StoreCall } from '../store-call.js';
 import { type Clock, type RateLimitDecision } from '../store.interface.js';
 import { type RedisClient, scriptClientFor } from './redis-client.js';
+import { type MemoryPolicy, type RedisStoreOptions } from './redis-store-options.js';
 import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
+import { CallerClock, TIME_REFUSED } from './caller-clock.js';
 import { ClientWatch } from './client-watch.js';
 import { DecisionRunner } from './decision-runner.js';
 import { decisionIdKey } from './decision-id.js';
-import { ReconnectWaiters, sendAgain } from './lost-replies.js';
+import { giveBackIfRun, ReconnectWaiters, sendResending } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
 
-export interface RedisStoreOptions {
-  /**
-   * An ioredis `Redis` or `Cluster`, or a node-redis client from `createClient()` or
-   * `createCluster()` (v5 or later). Connected by its owner, or by the module when it is handed
-   * over unopened.
-   */
-  client: RedisClient;
-  /** Close the client in `close()`. Set by the module for clients it created itself. */
-  ownsClient?: boolean;
-  /**
-   * How long the caller waits for a decision, in ms: a decision that reaches Redis later than
-   * that (a paused server, a command a client queued or resent late) records nothing, because the
-   * caller's fallback has answered it already. A copy that arrives in time is answered by the
-   * decision's id (see docs/redis.md, Decision ids), and a decision whose reply was lost is sent
-   * again within this time. The module sets it to its `timeout`. Unset: no deadline; ids are kept
-   * 5 s, and lost decisions are sent again within 4 s.
-   */
-  answerWithinMs?: number;
-  /**
-   * Test clock in milliseconds, passed to the script instead of Redis `TIME`. Leave unset in
-   * production: one Redis clock is what keeps every instance in agreement.
-   */
-  clock?: Clock;
-  /**
-   * Run decisions as Redis Functions (FCALL) where the server allows it, the default; false sends
-   * them as scripts (EVALSHA) always. Where `FUNCTION` is refused (by an ACL, or
-   * a managed service that disables it), scripts either way.
-   */
-  functions?: boolean;
-}
-
-/** What one Redis primary does when its memory is full; see {@link RedisStore.memoryPolicies}. */
-export interface MemoryPolicy {
-  /** `noeviction`, or the keys it evicts: `allkeys-lru`, `volatile-ttl`, … */
-  readonly policy: string;
-  /** The memory limit in bytes; 0 for none, under which nothing is evicted. */
-  readonly maxmemory: number;
-}
+export type { MemoryPolicy, RedisStoreOptions } from './redis-store-options.js';
 
 // Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
 // vanish while the simulated time says it still matters.
@@ -68,7 +34,8 @@ const RESEND_WITHOUT_DEADLINE_MS = 4000;
 
 /**
  * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
- * Lua call over all of a route's policies, reading the time from Redis itself: an FCALL of the
+ * Lua call over all of a route's policies, reading the time from Redis itself (where scripts may
+ * not, carrying the store's estimate of it: see docs/redis.md, Clock): an FCALL of the
  * module's function library, loaded by `warmUp`, or where Functions are unavailable an EVALSHA
  * (and EVAL when the server has lost its script cache). Works with ioredis and node-redis alike.
  * While the client is not connected, a decision fails at once and nothing is sent, so no decision
@@ -90,6 +57,7 @@ export class RedisStore extends OperationStore {
   private deadline: AnswerDeadline | undefined;
   private readonly reconnected: ReconnectWaiters;
   private readonly watch: ClientWatch;
+  private readonly callerClock: CallerClock;
 
   constructor(options: RedisStoreOptions) {
     super();
@@ -104,6 +72,7 @@ export class RedisStore extends OperationStore {
     this.runner = new DecisionRunner(scripts, options.functions ?? true);
     this.reconnected = new ReconnectWaiters(scripts);
     this.watch = new ClientWatch(scripts);
+    this.callerClock = new CallerClock(scripts);
     this.ownsClient = options.ownsClient ?? false;
     this.clock = options.clock;
     // A simulated clock has no relation to the time at which Redis runs the script.
@@ -153,7 +122,10 @@ export class RedisStore extends OperationStore {
     await Promise.all(
       scripts.map((script) =>
         this.runner.run(script, [], [WARM_UP_OP, '']).then(
-          (reply) => this.deadline?.observe((reply as number[])[1]),
+          (reply) =>
+            (reply as number[])[0] === TIME_REFUSED
+              ? this.callerClock.adopt()
+              : this.deadline?.observe((reply as number[])[1]),
           // The first decision's reply teaches the same.
           () => {},
         ),
@@ -239,27 +211,42 @@ export class RedisStore extends OperationStore {
       const until = performance.now() + RESEND_WITHOUT_DEADLINE_MS;
       if (!correction || !(await this.reconnected.ready(until))) throw this.notConnected;
     }
+    // Only where Redis refuses TIME in scripts: its clock is read once per connection.
+    if (this.callerClock.inUse) await this.callerClock.fresh();
     const { keys, policies } = limits;
     const costs = encoded.costs ?? limits.costs;
-    const op = opArg(encoded);
     const n = keys.length;
     const args = new Array<string>(2 + n);
-    args[0] = op;
-    args[1] = this.clockArg(correction);
+    const sentAt = performance.now();
+    args[0] = opArg(encoded);
+    args[1] = this.clockArg(sentAt, correction);
     for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs);
     // One more key than policies: the decision's id key, so that no copy of it applies again.
     const sent = encoded.applies && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
     const script = scriptFor(policies);
-    const sentAt = performance.now();
+    // A copy is sent only while its caller still waits; a correction has no caller.
+    const untilMs =
+      sentAt + ((correction ? undefined : this.deadline?.timeoutMs) ?? RESEND_WITHOUT_DEADLINE_MS);
+    const run = () => this.runner.run(script, sent, args);
+    const send = () => sendResending(run, this.reconnected, untilMs) as Promise<number[]>;
     let reply: number[];
     try {
-      reply = (await this.runner.run(script, sent, args)) as number[];
+      reply = await send();
+      if (reply[0] === TIME_REFUSED) {
+        // Nothing was applied: the same decision goes again, carrying the time itself.
+        await this.callerClock.adopt();
+        args[1] = this.clockArg(sentAt, correction);
+        reply = await send();
+      }
     } catch (error) {
-      // A copy is sent only while its caller still waits; a correction has no caller.
-      const bound = correction ? undefined : this.deadline?.timeoutMs;
-      const untilMs = sentAt + (bound ?? RESEND_WITHOUT_DEADLINE_MS);
-      const again = () => this.runner.run(script, sent, args);
-      reply = (await sendAgain(error, again, this.reconnected, untilMs)) as number[];
+      // The fallback answers it; if Redis ran it meanwhile, that is given back once it can tell.
+      const deadlineSent = !correction && this.deadline !== undefined && /\d$/.test(args[1]);
+      if (deadlineSent && (encoded.op === 'c' || encoded.op === 'w')) {
+        const giveBack = (r: number[]) =>
+          giveBackLate(this, limits, decisionFromReply(r, policies));
+        giveBackIfRun(error, run, this.reconnected, untilMs, giveBack);
+      }
+      throw error;
     }
     if (reply[0] === -1) {
       this.deadline?.observe(reply[1]);
@@ -275,10 +262,13 @@ export class RedisStore extends OperationStore {
     return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
   }
 
-  /** The decision's clock argument: the deadline (none for a correction), or the test clock's time. */
-  private clockArg(correction?: true): string {
+  /** The clock argument (see `decide.lua`) of a decision whose caller waits since `sentAt`. */
+  private clockArg(sentAt: number, correction?: true): string {
     if (this.clock !== undefined) {
       return `t${toMicros(this.clock())}:${SIMULATED_CLOCK_TTL_SLACK_MS}`;
+    }
+    if (this.callerClock.inUse) {
+      return this.callerClock.arg(sentAt, correction ? undefined : this.deadline?.timeoutMs);
     }
     return correction ? '' : (this.deadline?.forNow() ?? '');
   }

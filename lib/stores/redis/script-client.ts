@@ -45,6 +45,11 @@ export interface ScriptClient {
    * names to values per primary. Rejects with the server's error where CONFIG is refused.
    */
   readConfig(pattern: string): Promise<Array<Record<string, string>>>;
+  /**
+   * Sends a command that names no key (`TIME`, `INFO server`) to the server, or to the first
+   * primary of a cluster, and resolves with its reply.
+   */
+  command(args: readonly string[]): Promise<unknown>;
   /** Ends the connection, waiting at most a short while for pending replies. */
   close(): Promise<void>;
   /**

@@ -1,0 +1,43 @@
+import { type Clock } from '../store.interface.js';
+import { type RedisClient } from './redis-client.js';
+
+/** What a `RedisStore` is built from (see `redis.store.ts`). */
+export interface RedisStoreOptions {
+  /**
+   * An ioredis `Redis` or `Cluster`, or a node-redis client from `createClient()` or
+   * `createCluster()` (v5 or later). Connected by its owner, or by the module when it is handed
+   * over unopened.
+   */
+  client: RedisClient;
+  /** Close the client in `close()`. Set by the module for clients it created itself. */
+  ownsClient?: boolean;
+  /**
+   * How long the caller waits for a decision, in ms: a decision that reaches Redis later than
+   * that (a paused server, a command a client queued or resent late) records nothing, because the
+   * caller's fallback has answered it already. A copy of a decision that Redis ran is answered
+   * by the decision's id, kept this long plus 500 ms (see docs/redis.md, Decision ids); a decision
+   * whose reply was lost is sent again within this time, and given back if Redis ran it when the
+   * client is back only later. The module sets it to its `timeout`. Unset: no deadline; ids are
+   * kept 5 s, and lost decisions are sent again within 4 s.
+   */
+  answerWithinMs?: number;
+  /**
+   * Test clock in milliseconds, passed to the script instead of Redis `TIME`. Leave unset in
+   * production: one Redis clock is what keeps every instance in agreement.
+   */
+  clock?: Clock;
+  /**
+   * Run decisions as Redis Functions (FCALL) where the server allows it, the default; false sends
+   * them as scripts (EVALSHA) always. Where `FUNCTION` is refused (by an ACL, or
+   * a managed service that disables it), scripts either way.
+   */
+  functions?: boolean;
+}
+
+/** What one Redis primary does when its memory is full; see `RedisStore.memoryPolicies`. */
+export interface MemoryPolicy {
+  /** `noeviction`, or the keys it evicts: `allkeys-lru`, `volatile-ttl`, … */
+  readonly policy: string;
+  /** The memory limit in bytes; 0 for none, under which nothing is evicted. */
+  readonly maxmemory: number;
+}
