@@ -11,6 +11,7 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
+  setupFilesAfterEnv: ['<rootDir>/test/support/glide-cleanup.ts'],
   testTimeout: 30_000,
   // A handle left open by one test (a client reconnecting, a timer) must fail loudly in that test,
   // not hang the run until CI gives up: exit once every test has finished.

@@ -9,9 +9,10 @@ export class ConnectionLostError extends Error {
 }
 
 // What each library rejects a command with when its connection breaks before the reply came:
-// ioredis once it gives the command up, node-redis for every command awaiting a reply.
+// ioredis once it gives the command up, node-redis for every command awaiting a reply, GLIDE
+// (a ConnectionError) for every command awaiting a reply, which it does not send again.
 const LOST_MESSAGE =
-  /^(Connection is closed|Reached the max retries per request|Socket closed unexpectedly)/;
+  /^(Connection is closed|Reached the max retries per request|Socket closed unexpectedly|Received connection error)/;
 const LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT']);
 
 /**

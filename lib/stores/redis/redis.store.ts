@@ -96,7 +96,7 @@ export class RedisStore extends OperationStore {
     const scripts = scriptClientFor(options?.client);
     if (scripts === undefined) {
       throw new TypeError(
-        'RedisStore: client must be an ioredis Redis or Cluster, or a node-redis client or cluster',
+        'RedisStore: client must be an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, or a Valkey GLIDE GlideClient or GlideClusterClient',
       );
     }
     this.client = options.client;
