@@ -13,6 +13,7 @@ const CODES: Readonly<Record<string, string>> = {
   Moved: 'MOVED',
   Ask: 'ASK',
   NotBusy: 'NOTBUSY',
+  PermissionDenied: 'NOPERM',
 };
 const SIGNALLED = 'An error was signalled by the server: - ';
 

@@ -63,6 +63,8 @@ export function glideScripts(client: ValkeyGlideClient): ScriptClient {
   const keyed = (head: string[], keys: readonly string[], args: readonly string[]) =>
     command([...head, String(keys.length), ...keys, ...args]);
   const primaries: GlideRoute | undefined = cluster ? 'allPrimaries' : undefined;
+  // Scripts this client has sent as EVAL once, which left them in the server's cache.
+  const evaluated = new Set<string>();
 
   return {
     library: 'valkey-glide',
@@ -72,6 +74,14 @@ export function glideScripts(client: ValkeyGlideClient): ScriptClient {
     onReady: (listener) => link.onReady(listener),
     onError: (listener) => link.onError(listener),
     run(script, keys, args) {
+      // A script's first run is an EVAL, which also caches it: GLIDE would log the NOSCRIPT
+      // that an EVALSHA meets on a server that has not seen it.
+      if (!evaluated.has(script.sha)) {
+        return keyed(['EVAL', script.lua], keys, args).then((reply) => {
+          evaluated.add(script.sha);
+          return reply;
+        });
+      }
       return keyed(['EVALSHA', script.sha], keys, args).catch((error: unknown) => {
         if (!isNoScript(error)) throw error;
         // EVAL both runs the script and puts it back in the server's cache for the next EVALSHA.
