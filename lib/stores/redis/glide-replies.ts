@@ -56,12 +56,14 @@ export function glideRecord(reply: unknown): Record<string, string> {
 }
 
 /**
- * The replies of a command a cluster client sent to every primary: GLIDE answers with a record
- * of `host:port` to reply (or one reply, when all agreed or there is one node).
+ * The replies of a command sent to every primary, by node: a cluster client answers with a map
+ * of `host:port` to reply, decoded as a list of `{ key, value }` entries (or as a record).
  */
-export function repliesByNode(reply: unknown, single: boolean): Array<[string, unknown]> {
-  if (single || reply === null || typeof reply !== 'object' || Array.isArray(reply)) {
-    return [['', reply]];
-  }
-  return Object.entries(reply as Record<string, unknown>);
+export function repliesByNode(reply: unknown, cluster: boolean): Array<[string, unknown]> {
+  if (!cluster || reply === null || typeof reply !== 'object') return [['', reply]];
+  if (!Array.isArray(reply)) return Object.entries(reply as Record<string, unknown>);
+  return (reply as Array<{ key: unknown; value: unknown }>).map(({ key, value }) => [
+    String(key),
+    value,
+  ]);
 }

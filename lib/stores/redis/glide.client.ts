@@ -94,7 +94,7 @@ export function glideScripts(client: ValkeyGlideClient): ScriptClient {
       // instance would otherwise log that the library already exists as it starts.
       const name = /^#!lua name=(\S+)/.exec(code)?.[1] ?? '';
       const listed = await command(['FUNCTION', 'LIST', 'LIBRARYNAME', name], primaries);
-      const missing = repliesByNode(listed, !cluster).filter(
+      const missing = repliesByNode(listed, cluster).filter(
         ([, libraries]) => !(Array.isArray(libraries) && libraries.length > 0),
       );
       await Promise.all(
@@ -108,7 +108,7 @@ export function glideScripts(client: ValkeyGlideClient): ScriptClient {
     },
     async readConfig(pattern) {
       const reply = await command(['CONFIG', 'GET', pattern], primaries);
-      return repliesByNode(reply, !cluster).map(([, config]) => glideRecord(config));
+      return repliesByNode(reply, cluster).map(([, config]) => glideRecord(config));
     },
     close() {
       link.close();
