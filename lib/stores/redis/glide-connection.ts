@@ -6,7 +6,9 @@ const PROBE_EVERY_MS = 100;
  * command sent meanwhile waits in its queue for up to its `requestTimeout`. So the link is
  * learned from the commands' failures: one failing for a connection reason marks it down and is
  * told to the `onError` listeners, and then a PING, one at a time every {@link PROBE_EVERY_MS},
- * until one answers, marks it up again and wakes the `onReady` listeners. Nothing runs while up.
+ * until one answers, marks it up again and wakes the `onReady` listeners. On a cluster, where a
+ * failure may be one node's, the PING (to any master) is sent first, and only its failure marks
+ * the link down: the other masters' decisions go on. Nothing runs while up.
  */
 export class GlideLink {
   private state: 'unopened' | 'up' | 'down' | 'closed';
@@ -15,11 +17,16 @@ export class GlideLink {
   private probeTimer: NodeJS.Timeout | undefined;
   private probing = false;
   private opening: Promise<void> | undefined;
+  private checking = false;
 
-  /** `ping`: a PING the server answers when reachable; `lazy`: the client has not connected yet. */
+  /**
+   * `ping`: a PING the server (any master of a cluster) answers when reachable; `lazy`: the
+   * client has not connected yet; `cluster`: a failure may be one node's.
+   */
   constructor(
     private readonly ping: () => Promise<unknown>,
     lazy: boolean,
+    private readonly cluster = false,
   ) {
     this.state = lazy ? 'unopened' : 'up';
   }
@@ -66,9 +73,25 @@ export class GlideLink {
   /** `sent`, marking the link down when it fails for a connection reason. */
   watch<T>(sent: Promise<T>): Promise<T> {
     return sent.catch((error: unknown) => {
-      if (isConnectionFailure(error)) this.markDown(asError(error));
+      if (isConnectionFailure(error)) {
+        if (this.cluster && (error as Error).name !== 'ClosingError') this.check();
+        else this.markDown(asError(error));
+      }
       throw error;
     });
+  }
+
+  /** On a cluster: marks the link down only when no master answers a PING either. */
+  private check(): void {
+    if (this.checking || this.state !== 'up') return;
+    this.checking = true;
+    this.ping().then(
+      () => (this.checking = false),
+      (error: unknown) => {
+        this.checking = false;
+        if (this.state === 'up') this.markDown(asError(error));
+      },
+    );
   }
 
   /** Stops probing: the client is closed. */

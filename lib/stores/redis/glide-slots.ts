@@ -10,7 +10,7 @@ const REFRESH_AFTER_MS = 5000;
  * an idle store reads nothing, and a lookup never waits for a read.
  */
 export class GlideSlotMap {
-  private masters: string[] | undefined;
+  private bySlot: string[] | undefined;
   private readAt = -Infinity;
   private reading = false;
 
@@ -20,7 +20,12 @@ export class GlideSlotMap {
   /** The master serving `key`'s slot as `host:port`, or '' while the map is not known. */
   nodeOf(key: string): string {
     if (performance.now() - this.readAt > REFRESH_AFTER_MS) this.refresh();
-    return this.masters?.[keySlot(key)] ?? '';
+    return this.bySlot?.[keySlot(key)] ?? '';
+  }
+
+  /** The masters in the map, each once; none while it is not known. */
+  masters(): string[] {
+    return [...new Set(this.bySlot ?? [])].filter((address) => address !== '');
   }
 
   /** The map may be out of date: the next lookup reads it again. */
@@ -35,7 +40,7 @@ export class GlideSlotMap {
       (reply) => {
         this.reading = false;
         this.readAt = performance.now();
-        this.masters = mastersBySlot(reply);
+        this.bySlot = mastersBySlot(reply);
       },
       () => {
         // Read again at the next lookup after a pause, not at every one.

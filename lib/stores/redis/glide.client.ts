@@ -46,10 +46,16 @@ export function glideScripts(client: ValkeyGlideClient): ScriptClient {
       route === undefined ? { decoder: STRINGS } : { decoder: STRINGS, route },
     );
   const lazy = (client as { config?: { lazyConnect?: boolean } }).config?.lazyConnect === true;
-  const link = new GlideLink(() => send(['PING'], cluster ? 'randomNode' : undefined), lazy);
   const slots = cluster
     ? new GlideSlotMap(() => send(['CLUSTER', 'SLOTS'], 'randomNode'))
     : undefined;
+  // A cluster is reachable while any master answers.
+  const ping = (): Promise<unknown> => {
+    const masters = slots?.masters() ?? [];
+    if (masters.length === 0) return send(['PING'], cluster ? 'randomNode' : undefined);
+    return Promise.any(masters.map((node) => send(['PING'], byAddress(node))));
+  };
+  const link = new GlideLink(ping, lazy, cluster);
   if (slots !== undefined) link.onReady(() => slots.stale());
 
   /** Sends a command of the store's, in the server's words when it fails. */
