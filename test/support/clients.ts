@@ -151,7 +151,8 @@ async function openGlide(address: Address, options: OpenOptions): Promise<RedisC
 export async function closeClient(client: RedisClient): Promise<void> {
   if (client instanceof GlideClient || client instanceof GlideClusterClient) {
     untrack(client);
-    client.close();
+    // Closing twice is harmless, but a closed client says so.
+    if (!(client as unknown as { isClosed?: boolean }).isClosed) client.close();
     return;
   }
   if (isIoredisLike(client)) {

@@ -154,6 +154,10 @@ export function isConnectionFailure(error: unknown): boolean {
   return name === 'RequestError' && /connect failed|IoError/.test(error.message);
 }
 
+/** `error` as an Error, its message without the line break GLIDE ends some with. */
 function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
+  if (!(error instanceof Error)) return new Error(String(error));
+  const message = error.message.trimEnd();
+  if (message !== error.message) error.message = message;
+  return error;
 }
