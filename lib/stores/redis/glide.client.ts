@@ -9,11 +9,11 @@ export type GlideRoute =
   | 'randomNode'
   | { readonly type: 'routeByAddress'; readonly host: string; readonly port?: number };
 
-/** Options of a GLIDE custom command that the store sets. */
+/** Options of a GLIDE custom command: the store sets only `route`, on a cluster client. */
 export interface GlideCommandOptions {
-  /** `1` (`Decoder.String`): replies as strings, whatever the client's default decoder. */
-  decoder?: number;
   route?: GlideRoute;
+  /** GLIDE's `Decoder`; declared so that a `GlideClient`'s own options match. */
+  decoder?: number;
 }
 
 /**
@@ -35,16 +35,13 @@ export function isGlideClient(client: Record<string, unknown>): boolean {
   return typeof client.customCommand === 'function' && typeof client.invokeScript === 'function';
 }
 
-const STRINGS = 1;
-
 /** Runs the store's scripts on a GLIDE `GlideClient` or `GlideClusterClient`. */
 export function glideScripts(client: ValkeyGlideClient): ScriptClient {
   const cluster = typeof client.fcallWithRoute === 'function';
+  // Replies are read the same whatever the client's decoder: integers and arrays of them, and
+  // strings or Buffers where only their text matters (configs, addresses).
   const send = (args: string[], route?: GlideRoute) =>
-    client.customCommand(
-      args,
-      route === undefined ? { decoder: STRINGS } : { decoder: STRINGS, route },
-    );
+    route === undefined ? client.customCommand(args) : client.customCommand(args, { route });
   const lazy = (client as { config?: { lazyConnect?: boolean } }).config?.lazyConnect === true;
   const slots = cluster
     ? new GlideSlotMap(() => send(['CLUSTER', 'SLOTS'], 'randomNode'))
