@@ -16,9 +16,10 @@ import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
 
 export interface RedisStoreOptions {
   /**
-   * An ioredis `Redis` or `Cluster`, or a node-redis client from `createClient()` or
-   * `createCluster()` (v5 or later). Connected by its owner, or by the module when it is handed
-   * over unopened.
+   * An ioredis or iovalkey `Redis` or `Cluster`, a node-redis client from `createClient()` or
+   * `createCluster()` (v5 or later), or a Valkey GLIDE `GlideClient` or `GlideClusterClient`.
+   * Connected by its owner, or by the module when it is handed over unopened (node-redis, or
+   * GLIDE with `lazyConnect: true`).
    */
   client: RedisClient;
   /** Close the client in `close()`. Set by the module for clients it created itself. */
@@ -70,7 +71,8 @@ const RESEND_WITHOUT_DEADLINE_MS = 4000;
  * Shares rate-limit state across every app instance through Redis. Each decision is one atomic
  * Lua call over all of a route's policies, reading the time from Redis itself: an FCALL of the
  * module's function library, loaded by `warmUp`, or where Functions are unavailable an EVALSHA
- * (and EVAL when the server has lost its script cache). Works with ioredis and node-redis alike.
+ * (and EVAL when the server has lost its script cache). Works with ioredis, iovalkey, node-redis
+ * and Valkey GLIDE alike.
  * While the client is not connected, a decision fails at once and nothing is sent, so no decision
  * waits in a client's offline queue to be counted after the fallback has answered it.
  *
@@ -122,7 +124,7 @@ export class RedisStore extends OperationStore {
     }
   }
 
-  /** `'ioredis'` or `'node-redis'`. */
+  /** `'ioredis'`, `'iovalkey'`, `'node-redis'` or `'valkey-glide'`. */
   get library(): string {
     return this.scripts.library;
   }
