@@ -95,6 +95,11 @@ describe("the store's own commands on an ioredis client that does not resend", (
     expect(lostInFlight(refused)).toBe(false);
     expect(lost).toMatchObject({ name: 'ConnectionError' });
     expect(lostInFlight(lost)).toBe(true);
+    // GLIDE's requestTimeout gave up on the reply, not Redis on the command.
+    expect(lostInFlight(Object.assign(new Error('timed out'), { name: 'TimeoutError' }))).toBe(
+      true,
+    );
+    expect(lostInFlight(new Error('ERR the operation timed out'))).toBe(false);
     await closeClient(glide);
   });
 

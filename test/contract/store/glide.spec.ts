@@ -54,8 +54,26 @@ describe('the Redis store on a GLIDE client', () => {
     await closeClient(client);
   });
 
+  it('sends a decision again when GLIDE gives up on its reply before the caller does', async () => {
+    const client = track(
+      await GlideClient.createClient({
+        addresses: [{ host: '127.0.0.1', port: redis().port }],
+        requestTimeout: 200,
+      }),
+    );
+    const store = new RedisStore({ client, answerWithinMs: 2000 });
+    const key = `slow:{${randomUUID()}}`;
+    // The decision waits in the paused server past GLIDE's requestTimeout, and runs after.
+    await redis().shared.client('PAUSE', 300, 'WRITE');
+    const decision = await store.consume([key], [POLICY], [1]);
+    expect(decision).toMatchObject({ allowed: true, remaining: 99 });
+    // The copy was answered by the decision's id: Redis counted the request once.
+    expect((await store.consume([key], [POLICY], [1])).remaining).toBe(98);
+    await closeClient(client);
+  });
+
   it('sends nothing while the server is down, and decides again once it is back', async () => {
-    const store = new RedisStore({ client: await redis().connect('glide') });
+    const store = new RedisStore({ client: await redis().connect('glide'), answerWithinMs: 500 });
     const up = `up:{${randomUUID()}}`;
     expect((await store.consume([up], [POLICY], [1])).allowed).toBe(true);
     await redis().kill('SIGKILL');
