@@ -1,4 +1,4 @@
-import { GlideLink } from './glide-connection.js';
+import { GlideLink, isConnectionFailure } from './glide-connection.js';
 import { glideRecord, repliesByNode, serverError } from './glide-replies.js';
 import { GlideSlotMap } from './glide-slots.js';
 import { alreadyLoaded, isNoScript, type ScriptClient } from './script-client.js';
@@ -96,13 +96,22 @@ export function glideScripts(client: ValkeyGlideClient): ScriptClient {
       // Asked first, then loaded only where missing: GLIDE logs every error reply, and a second
       // instance would otherwise log that the library already exists as it starts.
       const name = /^#!lua name=(\S+)/.exec(code)?.[1] ?? '';
-      const listed = await command(['FUNCTION', 'LIST', 'LIBRARYNAME', name], primaries);
-      const missing = repliesByNode(listed, cluster).filter(
-        ([, libraries]) => !(Array.isArray(libraries) && libraries.length > 0),
+      const listed = await command(['FUNCTION', 'LIST', 'LIBRARYNAME', name], primaries).catch(
+        (error: unknown) => {
+          // A user allowed to load but not to list: load everywhere, as the other clients do.
+          if (isConnectionFailure(error)) throw error;
+          return undefined;
+        },
       );
+      const missing =
+        listed === undefined
+          ? [['', undefined] as const]
+          : repliesByNode(listed, cluster).filter(
+              ([, libraries]) => !(Array.isArray(libraries) && libraries.length > 0),
+            );
       await Promise.all(
         missing.map(([node]) =>
-          command(['FUNCTION', 'LOAD', code], node === '' ? undefined : byAddress(node)).then(
+          command(['FUNCTION', 'LOAD', code], node === '' ? primaries : byAddress(node)).then(
             () => {},
             alreadyLoaded,
           ),

@@ -35,6 +35,25 @@ describe('the Redis store on a GLIDE client', () => {
     );
   });
 
+  it('loads the library for a user who may load functions but not list them', async () => {
+    await redis().shared.function('FLUSH');
+    const user = { name: `loader-${randomUUID()}`, password: 'secret' };
+    await redis().shared.acl(
+      'SETUSER',
+      user.name,
+      'on',
+      `>${user.password}`,
+      '~*',
+      '+@all',
+      '-function|list',
+    );
+    const store = new RedisStore({ client: await redis().connect('glide', { user }) });
+    await store.warmUp();
+    expect(store.usesFunctions).toBe(true);
+    expect((await store.consume([`acl:{${randomUUID()}}`], [POLICY], [1])).allowed).toBe(true);
+    await closeClient(store.client);
+  });
+
   it('decides, releases leases and reads the memory policy on a client that decodes replies as bytes', async () => {
     const client = track(
       await GlideClient.createClient({
