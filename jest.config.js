@@ -47,6 +47,8 @@ const shared = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
+  // Closes the GLIDE clients a spec file opened, each holding a native connection.
+  setupFilesAfterEnv: ['<rootDir>/test/support/glide-cleanup.ts'],
 };
 
 const redisProject = {

@@ -52,6 +52,11 @@ export {
 } from './stores/redis/redis.store.js';
 export { type RedisClient } from './stores/redis/redis-client.js';
 export { type IovalkeyClient } from './stores/redis/ioredis.client.js';
+export {
+  type GlideCommandOptions,
+  type GlideRoute,
+  type ValkeyGlideClient,
+} from './stores/redis/glide.client.js';
 export { StoreNotConnectedError } from './stores/redis/script-client.js';
 export { StoreLateError } from './stores/redis/answer-deadline.js';
 export {

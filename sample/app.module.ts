@@ -11,28 +11,51 @@ import { QuotesController } from './quotes.controller.js';
 
 /**
  * `REDIS_URL` shares the limits through Redis, with an ioredis client the module creates;
- * `REDIS_CLIENT=node-redis` hands it a node-redis client instead. Neither: memory.
+ * `REDIS_CLIENT=node-redis` or `REDIS_CLIENT=glide` hands it a node-redis or Valkey GLIDE client
+ * instead. Neither: memory.
  */
-function redisConnection(logger: Logger): RedisConnection | undefined {
+async function redisConnection(logger: Logger): Promise<RedisConnection | undefined> {
   const url = process.env.REDIS_URL;
   if (!url) {
     logger.log('Rate limits are kept in memory; set REDIS_URL to share them through Redis');
     return undefined;
   }
-  const nodeRedis = process.env.REDIS_CLIENT === 'node-redis';
+  const client =
+    process.env.REDIS_CLIENT === 'node-redis' || process.env.REDIS_CLIENT === 'glide'
+      ? process.env.REDIS_CLIENT
+      : 'ioredis';
   // Log the host only: a URL may carry a password.
-  logger.log(
-    `Rate limits are shared through Redis at ${new URL(url).host} (${nodeRedis ? 'node-redis' : 'ioredis'})`,
-  );
+  logger.log(`Rate limits are shared through Redis at ${new URL(url).host} (${client})`);
   // Unconnected: the module connects it in the background, so the app starts without Redis.
-  return nodeRedis ? createClient({ url }) : url;
+  if (client === 'node-redis') return createClient({ url });
+  if (client === 'glide') return glideClient(url);
+  return url;
+}
+
+/**
+ * A Valkey GLIDE client for `url`, with `lazyConnect` so that the module connects it in the
+ * background. Loaded only when asked for: the sample runs without `@valkey/valkey-glide`.
+ */
+async function glideClient(url: string): Promise<RedisConnection> {
+  const { GlideClient } = await import('@valkey/valkey-glide');
+  const { hostname, port, username, password, protocol } = new URL(url);
+  return GlideClient.createClient({
+    addresses: [{ host: hostname, port: Number(port || 6379) }],
+    credentials: password
+      ? { username: username || undefined, password: decodeURIComponent(password) }
+      : undefined,
+    useTLS: protocol === 'rediss:',
+    lazyConnect: true,
+    // Longer than the module's timeout: the store bounds each decision itself.
+    requestTimeout: 2000,
+  });
 }
 
 @Module({
   imports: [
     RateLimitModule.forRootAsync({
-      useFactory: () => {
-        const redis = redisConnection(new Logger('Sample'));
+      useFactory: async () => {
+        const redis = await redisConnection(new Logger('Sample'));
         return { ...(redis ? { redis } : {}), onDecision: countDecision };
       },
     }),

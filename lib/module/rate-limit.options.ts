@@ -24,9 +24,10 @@ export type DecisionHook = (context: ExecutionContext, decision: RateLimitDecisi
 /** Options for `RateLimitModule.forRoot()` and the factories of `forRootAsync()`. */
 export interface RateLimitModuleOptions {
   /**
-   * Where shared state lives: an ioredis or node-redis client, ioredis options, or a URL (which
-   * creates an ioredis client). A client you pass connected stays open on shutdown; one the module
-   * creates, or a node-redis client it connects because it came unconnected, is closed. The
+   * Where shared state lives: an ioredis, iovalkey, node-redis or Valkey GLIDE client, ioredis
+   * options, or a URL (which creates an ioredis client). A client you pass connected stays open on
+   * shutdown; one the module creates, or one it connects because it came unconnected (node-redis,
+   * GLIDE with `lazyConnect`), is closed. The
    * application starts whether Redis is up or not. Omit both `redis` and `store` for the
    * in-memory store.
    *
@@ -37,6 +38,16 @@ export interface RateLimitModuleOptions {
    * // node-redis: hand it over unconnected, and the module connects it in the background
    * RateLimitModule.forRootAsync({
    *   useFactory: () => ({ redis: createClient({ url: process.env.REDIS_URL }) }),
+   * });
+   * // Valkey GLIDE: lazyConnect lets the application start while the server is down
+   * RateLimitModule.forRootAsync({
+   *   useFactory: async () => ({
+   *     redis: await GlideClient.createClient({
+   *       addresses: [{ host: 'localhost', port: 6379 }],
+   *       lazyConnect: true,
+   *       requestTimeout: 2000,
+   *     }),
+   *   }),
    * });
    * ```
    */

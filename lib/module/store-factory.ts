@@ -133,7 +133,7 @@ export function createStore(
       WHERE,
       'redis',
       redis,
-      'an ioredis or node-redis client, ioredis options or a URL',
+      'an ioredis, iovalkey, node-redis or Valkey GLIDE client, ioredis options or a URL',
     );
   }
   const client =

@@ -16,12 +16,15 @@ import {
   type NodeRedisClient,
   RedisStore,
 } from '../../lib/index.js';
+import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
+import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/http/fixtures/app.js';
 import { storeContract } from '../contract/store/store.suite.js';
 import { CLIENT_KINDS } from '../support/clients.js';
 import { TestClock, useCluster, useRedis } from '../support/stores.js';
 import { stateKeys } from '../support/decision-ids.js';
+import { waitFor } from '../support/wait-for.js';
 
 const cluster = useCluster();
 
@@ -42,6 +45,37 @@ describe.each(CLIENT_KINDS)('store contract on the cluster store through %s', (k
         .admin(master)
         .call('FUNCTION', 'LIST', 'LIBRARYNAME', DECISION_LIBRARY.name);
       expect(JSON.stringify(listed)).toContain(DECISION_LIBRARY.name);
+    }
+  });
+
+  it("sends each decision straight to the master of its keys' slot, and names that master", async () => {
+    const store = new RedisStore({ client: await cluster().connect(kind) });
+    await store.warmUp();
+    const masters = await cluster().masters();
+    await Promise.all(masters.map((master) => cluster().admin(master).config('RESETSTAT')));
+    const policy = resolvePolicy({ period: '1h', threshold: 100 }, 'routed');
+    const keys = ['{routed-a}:k', '{routed-b}:k', '{routed-c}:k', '{routed-d}:k'];
+    for (const key of keys) {
+      for (let i = 0; i < 5; i++) await store.consume([key], [policy], [1]);
+    }
+    const owner = (key: string) =>
+      masters.find((m) =>
+        m.slots.some(([from, to]) => keySlot(key) >= from && keySlot(key) <= to),
+      )!;
+    // Each master ran exactly the decisions on its own keys, and refused none (a MOVED reply is
+    // a rejected call): the client routed them by key, not by redirection.
+    for (const master of masters) {
+      const stats = String(await cluster().admin(master).info('commandstats'));
+      const fcall = /cmdstat_fcall:calls=(\d+),.*rejected_calls=(\d+)/.exec(stats);
+      const expected = keys.filter((key) => owner(key) === master).length * 5;
+      expect([Number(fcall?.[1] ?? 0), Number(fcall?.[2] ?? 0)]).toEqual([expected, 0]);
+    }
+    // A GLIDE client's map is read when first asked for.
+    await waitFor('a slot map', 2000, async () =>
+      keys.every((key) => store.nodeOf([key]) !== '') ? true : 'some slots unknown',
+    );
+    for (const key of keys) {
+      expect(store.nodeOf([key])).toBe(`${owner(key).host}:${owner(key).port}`);
     }
   });
 });

@@ -1,3 +1,4 @@
+import { type GlideClient } from '@valkey/valkey-glide';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -93,6 +94,7 @@ describe('the sample app', () => {
 describe.each([
   ['ioredis', undefined],
   ['node-redis', 'node-redis'],
+  ['valkey-glide', 'glide'],
 ])('the sample app on Redis through %s', (library, clientVariable) => {
   const redis = useRedis('redis');
   const saved = { url: process.env.REDIS_URL, client: process.env.REDIS_CLIENT };
@@ -112,6 +114,10 @@ describe.each([
     // The sample hands its node-redis client over unconnected: the module connected it, and
     // closed it.
     if (library === 'node-redis') expect((store.client as NodeRedisClient).isOpen).toBe(false);
+    // So does its GLIDE client, created with lazyConnect.
+    if (library === 'valkey-glide') {
+      await expect((store.client as GlideClient).ping()).rejects.toThrow(/closed/);
+    }
     for (const [name, value] of [
       ['REDIS_URL', saved.url],
       ['REDIS_CLIENT', saved.client],

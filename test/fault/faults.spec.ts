@@ -110,11 +110,12 @@ const rows: Row[] = [];
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
-/** How the module reaches Redis: a URL (the module builds an ioredis client) or a node-redis client. */
+/** How the module reaches Redis: a URL (the module builds an ioredis client), or a client handed over. */
 const CONNECTIONS: Array<[label: string, connect: (redis: TestRedis) => Promise<RedisConnection>]> =
   [
     ['ioredis from a URL', async (redis) => redis.url],
     ['node-redis client', (redis) => redis.connect('node-redis') as Promise<RedisConnection>],
+    ['GLIDE client', (redis) => redis.connect('glide') as Promise<RedisConnection>],
   ];
 
 describe.each(CONNECTIONS)('faults under steady traffic, %s', (client, connect) => {

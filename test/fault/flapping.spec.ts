@@ -52,11 +52,12 @@ const FLAPS: Flap[] = [
   },
 ];
 
-/** How the module reaches Redis: a URL (the module builds an ioredis client) or a node-redis client. */
+/** How the module reaches Redis: a URL (the module builds an ioredis client), or a client handed over. */
 const CONNECTIONS: Array<[label: string, connect: (redis: TestRedis) => Promise<RedisConnection>]> =
   [
     ['ioredis from a URL', async (redis) => redis.url],
     ['node-redis client', (redis) => redis.connect('node-redis') as Promise<RedisConnection>],
+    ['GLIDE client', (redis) => redis.connect('glide') as Promise<RedisConnection>],
   ];
 
 const rows: string[] = [];

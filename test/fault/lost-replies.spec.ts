@@ -1,8 +1,8 @@
 /**
  * A connection that breaks while Redis's reply is on its way loses a decision Redis has already
  * made. ioredis resends such commands when it reconnects (by default), which would run the
- * decision a second time; node-redis rejects them, so the fallback would answer a request Redis
- * has counted. Either way Redis's count would drift from the answers it gave. Under steady
+ * decision a second time; node-redis and GLIDE reject them, so the fallback would answer a
+ * request Redis has counted. Either way Redis's count would drift from the answers it gave. Under steady
  * traffic, a proxy resets the connection in the middle of a reply again and again: afterwards,
  * what Redis has counted must equal, exactly, the decisions answered from Redis.
  */
@@ -55,6 +55,7 @@ const CASES: Case[] = [
     },
   },
   handedOver('node-redis'),
+  handedOver('glide'),
 ];
 
 describe.each(CASES)('replies lost when the connection resets ($name)', ({ connection }) => {

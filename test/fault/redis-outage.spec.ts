@@ -22,6 +22,8 @@ const WIRINGS: WiringName[] = [
   'node-redis, handed over unconnected',
   'ioredis from a URL',
   'ioredis client of its own',
+  'glide, connected by its owner',
+  'glide with lazyConnect',
 ];
 
 const uncaught: unknown[] = [];

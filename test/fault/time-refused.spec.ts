@@ -38,9 +38,17 @@ class Logs implements LoggerService {
   }
 }
 
+// GLIDE sends INFO as it connects, and gives up on a user that may not run it: a user without
+// INFO cannot use GLIDE at all, so that case runs on the other clients.
+const WITHOUT_GLIDE = CLIENT_KINDS.filter((kind) => kind !== 'glide');
+
 const USERS = {
-  'TIME refused, INFO allowed': { acl: ['-time'], read: 'INFO server' },
-  'TIME and INFO refused': { acl: ['-time', '-info'], read: "this machine's clock" },
+  'TIME refused, INFO allowed': { acl: ['-time'], read: 'INFO server', kinds: CLIENT_KINDS },
+  'TIME and INFO refused': {
+    acl: ['-time', '-info'],
+    read: "this machine's clock",
+    kinds: WITHOUT_GLIDE,
+  },
 };
 
 let redis: TestRedis;
@@ -89,10 +97,10 @@ async function timeReads(user: string): Promise<number> {
   return reads;
 }
 
-describe.each(Object.entries(USERS))('a user with %s', (_name, { acl, read }) => {
+describe.each(Object.entries(USERS))('a user with %s', (_name, { acl, read, kinds }) => {
   const user = useUser(acl);
 
-  describe.each(CLIENT_KINDS)('through %s', (kind) => {
+  describe.each(kinds)('through %s', (kind) => {
     it.each([true, false])('decides exactly, warning once (functions: %s)', async (functions) => {
       const client = await redis.connect(kind, { user });
       const store = new RedisStore({ client, functions, answerWithinMs: 1000 });
@@ -154,7 +162,9 @@ describe('through the module', () => {
 describe('the clock is read again after a reconnect', () => {
   const user = useUser(['-time']);
 
-  it.each(CLIENT_KINDS)('through %s', async (kind) => {
+  // GLIDE reconnects without a word when no command was in flight, so its store cannot tell a
+  // reconnection happened; the read every minute bounds its drift instead (docs/redis.md#clock).
+  it.each(WITHOUT_GLIDE)('through %s', async (kind) => {
     const client = await redis.connect(kind, { user });
     const store = new RedisStore({ client, answerWithinMs: 1000 });
     await store.warmUp();
@@ -275,6 +285,10 @@ describe('on a cluster whose default user may not run TIME', () => {
       }
       expect(allowed).toEqual([...Array(LIMIT).fill(true), false]);
     }
+    // Some clients learn the slot map only once asked (GLIDE).
+    await waitFor('the slot map', 5000, () =>
+      keys.every((key) => store.nodeOf([key]) !== '') ? true : 'some slots unknown',
+    );
     expect(new Set(keys.map((key) => store.nodeOf([key]))).size).toBeGreaterThan(1);
     expect(logs.clock).toHaveLength(1);
     expect(logs.clock[0]).toContain('read with INFO server');

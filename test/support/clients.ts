@@ -1,9 +1,11 @@
 /** Clients of every library the store accepts, so suites can run the same scenarios on each. */
 import { Cluster, type ClusterOptions, Redis } from 'ioredis';
 import { Cluster as IovalkeyCluster, Redis as Iovalkey } from 'iovalkey';
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClientV5, createCluster as createClusterV5 } from 'redis-v5';
 import { type IovalkeyClient, type NodeRedisClient, type RedisClient } from '../../lib/index.js';
+import { track, untrack } from './glide-clients.js';
 
 /**
  * `node-redis` is the current major (6); `node-redis@5` the previous one, still common. `iovalkey`
@@ -11,9 +13,15 @@ import { type IovalkeyClient, type NodeRedisClient, type RedisClient } from '../
  */
 export type ClientKind = 'ioredis' | 'iovalkey' | 'node-redis' | 'node-redis@5' | 'glide';
 /** The kinds every Redis suite runs on. */
-export const CLIENT_KINDS: ClientKind[] = ['ioredis', 'iovalkey', 'node-redis'];
+export const CLIENT_KINDS: ClientKind[] = ['ioredis', 'iovalkey', 'node-redis', 'glide'];
 /** The kinds the store contract runs on: both majors of node-redis too. */
-export const ALL_CLIENT_KINDS: ClientKind[] = ['ioredis', 'iovalkey', 'node-redis', 'node-redis@5'];
+export const ALL_CLIENT_KINDS: ClientKind[] = [
+  'ioredis',
+  'iovalkey',
+  'node-redis',
+  'node-redis@5',
+  'glide',
+];
 
 export interface Address {
   readonly host: string;
@@ -28,6 +36,8 @@ export interface OpenOptions {
   libraryDefaults?: boolean;
   /** Log in as this ACL user instead of the default one. */
   user?: { readonly name: string; readonly password: string };
+  /** GLIDE only: connect on the first command, so that the client opens without a server. */
+  lazyConnect?: boolean;
 }
 
 interface Emitter {
@@ -56,7 +66,7 @@ export async function openClient(
     await client.ping();
     return client;
   }
-  if (kind === 'glide') throw new Error('glide clients are not wired into the tests yet');
+  if (kind === 'glide') return openGlide(address, options);
   const socket = options.libraryDefaults
     ? undefined
     : { reconnectStrategy: quickReconnect, connectTimeout: 1000 };
@@ -95,7 +105,14 @@ export async function openClusterClient(
     await client.ping();
     return client;
   }
-  if (kind === 'glide') throw new Error('glide clients are not wired into the tests yet');
+  if (kind === 'glide') {
+    return track(
+      await GlideClusterClient.createClient({
+        addresses: startupNodes.map(({ host, port }) => ({ host, port })),
+        ...GLIDE_TEST_OPTIONS,
+      }),
+    );
+  }
   const options = {
     rootNodes: startupNodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
     defaults: { socket: { reconnectStrategy: quickReconnect, connectTimeout: 1000 } },
@@ -107,8 +124,37 @@ export async function openClusterClient(
   return cluster;
 }
 
+/**
+ * GLIDE options for tests: reconnect every 50–250 ms, and wait for replies as long as the store's
+ * own deadlines could (GLIDE's 250 ms default would end decisions the store still waits for).
+ */
+const GLIDE_TEST_OPTIONS = {
+  requestTimeout: 2000,
+  connectionBackoff: { numberOfRetries: 3, factor: 50, exponentBase: 2 },
+  advancedConfiguration: { connectionTimeout: 1000 },
+} as const;
+
+async function openGlide(address: Address, options: OpenOptions): Promise<RedisClient> {
+  const credentials = options.user
+    ? { username: options.user.name, password: options.user.password }
+    : undefined;
+  const client = await GlideClient.createClient({
+    addresses: [{ host: address.host, port: address.port }],
+    credentials,
+    lazyConnect: options.lazyConnect,
+    ...(options.libraryDefaults ? {} : GLIDE_TEST_OPTIONS),
+  });
+  return track(client);
+}
+
 /** Closes a client of any library, dropping it if the server does not answer soon. */
 export async function closeClient(client: RedisClient): Promise<void> {
+  if (client instanceof GlideClient || client instanceof GlideClusterClient) {
+    untrack(client);
+    // Closing twice is harmless, but a closed client says so.
+    if (!(client as unknown as { isClosed?: boolean }).isClosed) client.close();
+    return;
+  }
   if (isIoredisLike(client)) {
     if (client.status === 'end') return;
     await Promise.race([client.quit().catch(ignore), sleep(1000)]);

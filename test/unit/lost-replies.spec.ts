@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { createClient, SocketClosedUnexpectedlyError } from 'redis';
-import { type RedisClient, RedisStore } from '../../lib/index.js';
+import { type RedisClient, RedisStore, type ValkeyGlideClient } from '../../lib/index.js';
 import { CLIENT_DEFAULTS } from '../../lib/module/store-factory.js';
 import {
   ConnectionLostError,
@@ -15,6 +15,7 @@ import {
   ReconnectWaiters,
 } from '../../lib/stores/redis/lost-replies.js';
 import { scriptClientFor } from '../../lib/stores/redis/redis-client.js';
+import { closeClient } from '../support/clients.js';
 import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
 
 const waitersOf = (client: RedisClient) => new ReconnectWaiters(scriptClientFor(client)!);
@@ -76,6 +77,30 @@ describe("the store's own commands on an ioredis client that does not resend", (
   });
   afterAll(async () => {
     await redis.stop();
+  });
+
+  it('are, on GLIDE, the ConnectionError of a command in flight, not an error reply', async () => {
+    const glide = (await redis.connect('glide')) as ValkeyGlideClient;
+    const refused = await glide.customCommand(['NO-SUCH-COMMAND']).catch((e: unknown) => e);
+    const admin = redis.client();
+    const id = await glide.customCommand(['CLIENT', 'ID']);
+    // A write waits in the paused server; then its connection is killed under it.
+    await admin.client('PAUSE', 2000, 'WRITE');
+    const inFlight = glide.customCommand(['SET', 'lost', '1']).catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await admin.client('KILL', 'ID', String(id));
+    const lost = await inFlight;
+    await admin.client('UNPAUSE');
+
+    expect(lostInFlight(refused)).toBe(false);
+    expect(lost).toMatchObject({ name: 'ConnectionError' });
+    expect(lostInFlight(lost)).toBe(true);
+    // GLIDE's requestTimeout gave up on the reply, not Redis on the command.
+    expect(lostInFlight(Object.assign(new Error('timed out'), { name: 'TimeoutError' }))).toBe(
+      true,
+    );
+    expect(lostInFlight(new Error('ERR the operation timed out'))).toBe(false);
+    await closeClient(glide);
   });
 
   it('settle when the connection closes with them in flight', async () => {

@@ -175,7 +175,7 @@ describe('module options fail at bootstrap, not at the first request', () => {
     [{ store: {} as never }, /store must be an object with a consume\(\) method/],
     [
       { redis: 42 as never },
-      /redis must be an ioredis or node-redis client, ioredis options or a URL, got 42/,
+      /redis must be an ioredis, iovalkey, node-redis or Valkey GLIDE client, ioredis options or a URL, got 42/,
     ],
   ])('%p', async (options, message) => {
     await expect(bootstrap(options)).rejects.toThrow(message);

@@ -9,9 +9,12 @@ export class ConnectionLostError extends Error {
 }
 
 // What each library rejects a command with when its connection breaks before the reply came:
-// ioredis once it gives the command up, node-redis for every command awaiting a reply.
+// ioredis once it gives the command up, node-redis for every command awaiting a reply, GLIDE
+// (a ConnectionError) for every command awaiting a reply, which it does not send again. GLIDE
+// also gives a command up after its requestTimeout (250 ms by default) while the caller may still
+// wait: Redis may run it all the same.
 const LOST_MESSAGE =
-  /^(Connection is closed|Reached the max retries per request|Socket closed unexpectedly)/;
+  /^(Connection is closed|Reached the max retries per request|Socket closed unexpectedly|Received connection error|timed out$)/;
 const LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT']);
 
 /**

@@ -4,9 +4,10 @@ import { type RedisClient } from './redis-client.js';
 /** What a `RedisStore` is built from (see `redis.store.ts`). */
 export interface RedisStoreOptions {
   /**
-   * An ioredis `Redis` or `Cluster`, or a node-redis client from `createClient()` or
-   * `createCluster()` (v5 or later). Connected by its owner, or by the module when it is handed
-   * over unopened.
+   * An ioredis or iovalkey `Redis` or `Cluster`, a node-redis client from `createClient()` or
+   * `createCluster()` (v5 or later), or a Valkey GLIDE `GlideClient` or `GlideClusterClient`.
+   * Connected by its owner, or by the module when it is handed over unopened (node-redis, or
+   * GLIDE with `lazyConnect: true`).
    */
   client: RedisClient;
   /** Close the client in `close()`. Set by the module for clients it created itself. */

@@ -37,7 +37,8 @@ const RESEND_WITHOUT_DEADLINE_MS = 4000;
  * Lua call over all of a route's policies, reading the time from Redis itself (where scripts may
  * not, carrying the store's estimate of it: see docs/redis.md, Clock): an FCALL of the
  * module's function library, loaded by `warmUp`, or where Functions are unavailable an EVALSHA
- * (and EVAL when the server has lost its script cache). Works with ioredis and node-redis alike.
+ * (and EVAL when the server has lost its script cache). Works with ioredis, iovalkey, node-redis
+ * and Valkey GLIDE alike.
  * While the client is not connected, a decision fails at once and nothing is sent, so no decision
  * waits in a client's offline queue to be counted after the fallback has answered it.
  *
@@ -64,7 +65,7 @@ export class RedisStore extends OperationStore {
     const scripts = scriptClientFor(options?.client);
     if (scripts === undefined) {
       throw new TypeError(
-        'RedisStore: client must be an ioredis Redis or Cluster, or a node-redis client or cluster',
+        'RedisStore: client must be an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, or a Valkey GLIDE GlideClient or GlideClusterClient',
       );
     }
     this.client = options.client;
@@ -91,7 +92,7 @@ export class RedisStore extends OperationStore {
     }
   }
 
-  /** `'ioredis'` or `'node-redis'`. */
+  /** `'ioredis'`, `'iovalkey'`, `'node-redis'` or `'valkey-glide'`. */
   get library(): string {
     return this.scripts.library;
   }

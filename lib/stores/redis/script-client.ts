@@ -9,14 +9,17 @@ export type ScriptArgs = readonly string[];
  * once, and close. Each library's adapter builds one; `redis-client.ts` picks the adapter.
  */
 export interface ScriptClient {
-  /** `'ioredis'` or `'node-redis'`, for logs. */
+  /** `'ioredis'`, `'iovalkey'`, `'node-redis'` or `'valkey-glide'`, for logs. */
   readonly library: string;
   /**
    * Whether a command sent now goes out at once. Both libraries queue commands while disconnected
    * and send them on reconnect, long after the fallback answered; the store sends nothing then.
    */
   ready(): boolean;
-  /** Whether the client was never opened by its owner (node-redis needs `connect()`). */
+  /**
+   * Whether the client was never opened by its owner (node-redis needs `connect()`; a GLIDE
+   * client created with `lazyConnect` has not connected yet).
+   */
   neverOpened(): boolean;
   /**
    * Opens a client nobody has opened: settles once it is connected, or rejects when it gives up

@@ -10,6 +10,7 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { type GlideClient } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import request from 'supertest';
@@ -327,6 +328,43 @@ describe('Redis: several app instances', () => {
       await app.close();
     }
     expect(unopened.isOpen).toBe(false);
+  });
+
+  it('leaves a GLIDE client it was given open, and shares limits with an ioredis instance', async () => {
+    const given = (await redis().connect('glide')) as GlideClient;
+    const keyPrefix = uniquePrefix();
+    const [one, two] = await Promise.all([
+      createApp({ redis: given, keyPrefix }),
+      createApp({ redis: await redis().connect('ioredis'), keyPrefix }),
+    ]);
+    apps.push(two);
+    const store = primaryOf(one.get(RateLimitStore)) as RedisStore;
+    expect(store.library).toBe('valkey-glide');
+    const user = uniqueUser();
+    const codes = [];
+    for (const app of [one, two, one, two]) {
+      codes.push(
+        (await request(app.getHttpServer()).get('/hello/sayHi').set(USER_HEADER, user)).status,
+      );
+    }
+    expect(codes).toEqual([200, 200, 429, 429]);
+    await one.close();
+    expect(await given.ping()).toBe('PONG');
+  });
+
+  it('connects a GLIDE client created with lazyConnect, and closes it on shutdown', async () => {
+    const lazy = (await redis().connect('glide', { lazyConnect: true })) as GlideClient;
+    const app = await createApp({ redis: lazy, keyPrefix: uniquePrefix() });
+    try {
+      const decision = await app
+        .get(RateLimitService)
+        .consume('lazy', { period: 60, threshold: 1 });
+      expect(decision.allowed).toBe(true);
+      expect(decision.degraded).toBeUndefined();
+    } finally {
+      await app.close();
+    }
+    await expect(lazy.ping()).rejects.toThrow(/closed/);
   });
 
   it('uses ioredis options to create a client', async () => {

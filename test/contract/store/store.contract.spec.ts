@@ -57,6 +57,6 @@ describe.each(ALL_CLIENT_KINDS)('the Redis store through %s', (kind) => {
 
   it('names the client library it runs on, as the logs do', async () => {
     const store = new RedisStore({ client: await redis().connect(kind) });
-    expect(store.library).toBe(kind.replace(/@\d+$/, ''));
+    expect(store.library).toBe(kind === 'glide' ? 'valkey-glide' : kind.replace(/@\d+$/, ''));
   });
 });
