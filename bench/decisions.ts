@@ -162,10 +162,7 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
       'yields to the event loop once per round of the workers, as a server reading requests ' +
       'from sockets does, so that timers and the breaker’s probe still run.',
     '',
-    table(
-      COLUMNS,
-      CONTENDERS.map(rowOf),
-    ),
+    table(COLUMNS, CONTENDERS.map(rowOf)),
     '',
     'Ours is measured through `RateLimitService.consume(key, policy)` on a Nest app built with ' +
       '`RateLimitModule.forRoot({ redis: client, keyPrefix })`, the client being an ioredis ' +

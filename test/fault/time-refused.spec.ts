@@ -286,7 +286,7 @@ describe('on a cluster whose default user may not run TIME', () => {
       expect(allowed).toEqual([...Array(LIMIT).fill(true), false]);
     }
     // Some clients learn the slot map only once asked (GLIDE).
-    await waitFor('the slot map', 5000, () =>
+    await waitFor('the slot map', 5000, async () =>
       keys.every((key) => store.nodeOf([key]) !== '') ? true : 'some slots unknown',
     );
     expect(new Set(keys.map((key) => store.nodeOf([key]))).size).toBeGreaterThan(1);
