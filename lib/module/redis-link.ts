@@ -61,7 +61,9 @@ export class RedisLink {
 
   /** What the module logs once the application has started; nothing after the warning. */
   get startedMessage(): string | undefined {
-    return this.state === 'unreachable' ? undefined : 'Using the redis store';
+    if (this.state === 'unreachable') return undefined;
+    const runAs = this.store.usesFunctions ? 'functions' : 'scripts';
+    return `Using the redis store (${this.store.library}; decisions run as ${runAs})`;
   }
 
   /**
