@@ -37,11 +37,29 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   let refuseUntil = 0;
   const sockets = new Set<Socket>();
 
+  // Each direction is one byte stream, as TCP keeps it: a chunk is written no earlier than the
+  // one before it, so that lowering the delay (to 0 after a slow phase) never lets new bytes
+  // overtake those still delayed, which would hand replies to the wrong commands.
   const forward = (from: Socket, to: Socket, onChunk?: (chunk: Buffer) => boolean) => {
+    const queue: Array<{ chunk: Buffer; at: number }> = [];
+    let timer: NodeJS.Timeout | undefined;
+    const drain = () => {
+      timer = undefined;
+      const now = performance.now();
+      while (queue.length > 0 && queue[0].at <= now) {
+        const { chunk } = queue.shift()!;
+        if (!to.destroyed) to.write(chunk);
+      }
+      if (queue.length > 0) timer = setTimeout(drain, queue[0].at - now);
+    };
     from.on('data', (chunk: Buffer) => {
       if (onChunk?.(chunk) === false) return;
-      if (delayMs === 0) to.write(chunk);
-      else setTimeout(() => to.destroyed || to.write(chunk), delayMs);
+      if (delayMs === 0 && queue.length === 0) {
+        to.write(chunk);
+        return;
+      }
+      queue.push({ chunk, at: performance.now() + delayMs });
+      timer ??= setTimeout(drain, Math.max(0, queue[0].at - performance.now()));
     });
   };
 
