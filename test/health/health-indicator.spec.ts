@@ -2,9 +2,11 @@
  * The health indicator behind a real Terminus endpoint: a Nest app with `TerminusModule` and the
  * rate-limit module on a private redis-server, asked over HTTP while Redis is up, after it is
  * killed, and once it is back; with ioredis and node-redis clients, under `onStoreError: 'memory'`
- * (still 200, the degradation in the details) and `'deny'` (503). Then the memory store, a custom
- * store, a handler that chooses `'deny'`, and the module without Terminus at all.
+ * (still 200, the degradation in the details) and `'deny'` (503); one master of a cluster frozen.
+ * Then the memory store, a custom store, a handler that chooses `'deny'`, and the module without
+ * Terminus at all.
  */
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,13 +21,16 @@ import {
   RateLimitHealthIndicator,
   RateLimitModule,
   type RateLimitRootOptions,
+  RateLimitService,
   type RateLimitDecision,
   type RateLimitStore,
   MemoryStore,
   type RedisClient,
 } from '../../lib/index.js';
+import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { type ClientKind } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { useCluster } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 
 @Controller()
@@ -176,6 +181,64 @@ describe.each(['ioredis', 'node-redis'] as const)(
     );
   },
 );
+
+describe('the health endpoint on a 3-master cluster', () => {
+  // Without full coverage, the other masters keep answering while one is frozen.
+  const cluster = useCluster({
+    replicas: 0,
+    own: true,
+    nodeArgs: ['--cluster-require-full-coverage', 'no'],
+  });
+
+  it('counts the failing master, stays up on the memory fallback, and recovers', async () => {
+    const client = await cluster().connect('ioredis');
+    const app = await healthApp({ redis: client, timeout: 100 });
+    const [victim] = await cluster().masters();
+    const node = cluster().nodes.find((n) => n.port === victim.port)!;
+    try {
+      expect(await details(app)).toMatchObject({ status: 'up', degraded: false, failingNodes: 0 });
+      const admin = cluster().admin(victim);
+      const keys: string[] = [];
+      while (keys.length < 5) {
+        const key = `health-${randomUUID()}`;
+        const slot = (await admin.call('CLUSTER', 'KEYSLOT', key)) as number;
+        if (victim.slots.some(([from, to]) => slot >= from && slot <= to)) keys.push(key);
+      }
+      const limiter = app.get(RateLimitService);
+      const policy = { period: '1h', threshold: 1_000_000 } as const;
+      node.freeze(true);
+      try {
+        for (const key of keys)
+          expect((await limiter.consume(key, policy)).degraded).toBe('memory');
+        // A key on another master is still decided in Redis.
+        let other = `health-${randomUUID()}`;
+        while (victim.slots.some(([from, to]) => keySlot(other) >= from && keySlot(other) <= to)) {
+          other = `health-${randomUUID()}`;
+        }
+        expect((await limiter.consume(other, policy)).degraded).toBeUndefined();
+        const res = await health(app);
+        expect(res.status).toBe(200);
+        expect(res.body.details['rate-limit']).toMatchObject({
+          status: 'up',
+          store: 'redis',
+          degraded: true,
+          fallback: 'memory',
+          fallbackAnswers: 5,
+          breaker: 'open',
+          failingNodes: 1,
+        });
+      } finally {
+        node.freeze(false);
+      }
+      await waitFor('a healthy report', 10_000, async () => {
+        const d = await details(app);
+        return (!d.degraded && d.reachable && d.failingNodes === 0) || JSON.stringify(d);
+      });
+    } finally {
+      await app.close();
+    }
+  });
+});
 
 describe('the health endpoint on other stores', () => {
   it('is always up on the memory store', async () => {
