@@ -1,7 +1,8 @@
 /**
  * Jest runs the TypeScript sources as native ES modules (Nest 12 ships ESM only), in two projects:
  * `redis` runs every spec on redis-server; `valkey` runs the store, fault, cluster and flow
- * contracts again on valkey-server. `npx jest --selectProjects valkey` runs one of them.
+ * contracts and the health indicator again on valkey-server. `npx jest --selectProjects valkey`
+ * runs one of them.
  */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -66,6 +67,7 @@ const valkeyProject = {
     '<rootDir>/test/fault/**/*.spec.ts',
     '<rootDir>/test/cluster/cluster.spec.ts',
     '<rootDir>/test/flow/leases-and-bookings.contract.spec.ts',
+    '<rootDir>/test/health/**/*.spec.ts',
   ],
   globals: { __TEST_SERVER__: { name: 'valkey', command: valkey.binary } },
 };

@@ -3,6 +3,11 @@ export { RateLimit, SkipRateLimit } from './route/rate-limit.decorator.js';
 export { RateLimitGuard } from './route/rate-limit.guard.js';
 export { RateLimitInterceptor } from './route/rate-limit.interceptor.js';
 export { RateLimitService } from './service/rate-limit.service.js';
+export {
+  RateLimitHealthIndicator,
+  type RateLimitHealthDetails,
+  type RateLimitHealthResult,
+} from './health/rate-limit.health.js';
 export { type AcquireOptions, type ConsumeOptions } from './service/service-options.js';
 export { type RateLimitPermit } from './service/permit.js';
 export {

@@ -1,8 +1,10 @@
 import { Logger, Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { RateLimitModule, type RedisConnection } from 'nest-rate-limit';
 import { createClient } from 'redis';
 import { AuthController } from './auth.controller.js';
 import { ExportsController } from './exports.controller.js';
+import { HealthController } from './health.controller.js';
 import { HelloController } from './hello.controller.js';
 import { ItemsController } from './items.controller.js';
 import { countDecision, MetricsController } from './metrics.js';
@@ -53,6 +55,7 @@ async function glideClient(url: string): Promise<RedisConnection> {
 
 @Module({
   imports: [
+    TerminusModule,
     RateLimitModule.forRootAsync({
       useFactory: async () => {
         const redis = await redisConnection(new Logger('Sample'));
@@ -67,6 +70,7 @@ async function glideClient(url: string): Promise<RedisConnection> {
     ExportsController,
     QuotesController,
     MetricsController,
+    HealthController,
   ],
   providers: [PartnerQuotes],
 })

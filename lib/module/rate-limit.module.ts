@@ -15,6 +15,7 @@ import {
   RATE_LIMIT_STORE_HANDLE,
 } from '../rate-limit.constants.js';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
+import { RateLimitHealthIndicator } from '../health/rate-limit.health.js';
 import { RateLimitGuard } from '../route/rate-limit.guard.js';
 import {
   ASYNC_OPTION_FIELDS,
@@ -71,6 +72,7 @@ const derivedProviders: Provider[] = [
   PendingOutcomes,
   RateLimitGuard,
   RateLimitService,
+  RateLimitHealthIndicator,
 ];
 
 // The lease keeper and pending outcomes too: a `@UseGuards(RateLimitGuard)` in another module
@@ -83,6 +85,7 @@ const exported = [
   PendingOutcomes,
   RateLimitGuard,
   RateLimitService,
+  RateLimitHealthIndicator,
 ];
 
 /**

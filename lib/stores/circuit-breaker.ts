@@ -1,3 +1,6 @@
+/** `closed`: calls go to the store; `open`: they skip it; `half-open`: one probe is out. */
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
 /**
  * Stops calling a failing store for a short, growing back-off, then lets one probe through.
  * Closed: every call goes to the store. After `failures` failures in a row it opens: calls skip
@@ -29,6 +32,12 @@ export class CircuitBreaker {
   /** Whether the breaker is open (or probing): the store is considered down. */
   get open(): boolean {
     return this.consecutiveFailures >= this.failures;
+  }
+
+  /** Where the breaker stands, for health reports. */
+  get state(): BreakerState {
+    if (!this.open) return 'closed';
+    return this.probing ? 'half-open' : 'open';
   }
 
   success(): void {

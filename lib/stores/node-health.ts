@@ -88,6 +88,11 @@ export class NodeHealthMap {
     return this.inOutage.size > 0;
   }
 
+  /** Every server known, for health reports: not to be changed by the reader. */
+  all(): IterableIterator<Readonly<NodeHealth>> {
+    return this.nodes.values();
+  }
+
   /** Decision number `sent` succeeded on `health`'s server. */
   succeeded(health: NodeHealth, sent: number, now: number): void {
     health.breaker.success();

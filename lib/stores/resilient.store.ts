@@ -133,6 +133,15 @@ export class ResilientStore extends ForwardingStore {
   }
 
   /**
+   * What it knows of each server the primary store has sent decisions to (the one Redis, or each
+   * master of a cluster): outage, breaker and the answer chosen for it. Read-only, for health
+   * reports.
+   */
+  servers(): Iterable<Readonly<NodeHealth>> {
+    return this.health.all();
+  }
+
+  /**
    * The primary store cannot be reached as the application starts: warns once, with `reason`,
    * saying what answers meanwhile (as `onStoreError` chooses for `error`), and counts the
    * decisions it answers until {@link connected}.

@@ -82,6 +82,21 @@ describe('the sample app', () => {
     expect(next.headers['ratelimit-policy']).toBe('"2-at-once";q=2;qu="concurrent-requests"');
   });
 
+  it('answers GET /health through Terminus, never limited, on the memory store', async () => {
+    const server = app.getHttpServer();
+    for (let i = 0; i < 3; i++) {
+      const res = await request(server).get('/health');
+      expect(res.status).toBe(200);
+      expect(res.headers['ratelimit']).toBeUndefined();
+      expect(res.body).toMatchObject({
+        status: 'ok',
+        details: {
+          'rate-limit': { status: 'up', store: 'memory', reachable: true, degraded: false },
+        },
+      });
+    }
+  });
+
   it('holds a burst of /quotes for its turns, 200 ms apart, instead of answering 429', async () => {
     const server = app.getHttpServer();
     const burst = await Promise.all([1, 2, 3, 4, 5].map(() => request(server).get('/quotes')));
@@ -138,5 +153,20 @@ describe.each([
     expect(stateKeys(await redis().client().keys('rate-limit:{GET /hello/sayHi|*'))).toHaveLength(
       1,
     );
+  });
+
+  it('reports Redis on GET /health', async () => {
+    const res = await request(app.getHttpServer()).get('/health');
+    expect(res.status).toBe(200);
+    expect(res.body.details['rate-limit']).toMatchObject({
+      status: 'up',
+      store: 'redis',
+      library,
+      decisionsRunAs: 'functions',
+      reachable: true,
+      degraded: false,
+      breaker: 'closed',
+      failingNodes: 0,
+    });
   });
 });

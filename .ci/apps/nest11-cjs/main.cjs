@@ -1,10 +1,16 @@
 // A Nest 11 application in CommonJS (no "type": "module"), loading the packed ESM package with
 // require() through Node's require(esm). The sample's routes, each decorator applied by hand the
-// way tsc's output would, so the app needs no compiler. Memory store.
+// way tsc's output would, so the app needs no compiler. Memory store. @nestjs/terminus is not
+// installed: the module boots all the same, and its health indicator answers a plain result.
 require('reflect-metadata');
 const { Controller, Get, Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
-const { RateLimit, RateLimitModule, SkipRateLimit } = require('nest-rate-limit');
+const {
+  RateLimit,
+  RateLimitHealthIndicator,
+  RateLimitModule,
+  SkipRateLimit,
+} = require('nest-rate-limit');
 
 function decorateMethod(cls, name, ...decorators) {
   const descriptor = Object.getOwnPropertyDescriptor(cls.prototype, name);
@@ -33,5 +39,11 @@ Module({ imports: [RateLimitModule.forRoot()], controllers: [HelloController, It
 );
 
 NestFactory.create(AppModule, { logger: ['error', 'warn'] })
-  .then((app) => app.listen(Number(process.env.PORT), '127.0.0.1'))
+  .then(async (app) => {
+    const health = (await app.get(RateLimitHealthIndicator).isHealthy('rate-limit'))['rate-limit'];
+    if (health.status !== 'up' || health.store !== 'memory') {
+      throw new Error(`the health indicator answered ${JSON.stringify(health)}`);
+    }
+    return app.listen(Number(process.env.PORT), '127.0.0.1');
+  })
   .then(() => console.log(`listening on ${process.env.PORT}, Node ${process.version}`));

@@ -5,6 +5,7 @@ import { giveBackLate } from '../late-replies.js';
 import { OperationStore } from '../operation-store.js';
 import { type Limits, type StoreCall } from '../store-call.js';
 import { type Clock, type RateLimitDecision } from '../store.interface.js';
+import { StoreTimeoutError } from '../deadlines.js';
 import { type RedisClient, scriptClientFor } from './redis-client.js';
 import { type MemoryPolicy, type RedisStoreOptions } from './redis-store-options.js';
 import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
@@ -105,6 +106,29 @@ export class RedisStore extends OperationStore {
   /** Whether decisions go out as FCALL (else as EVALSHA). */
   get usesFunctions(): boolean {
     return this.runner.usesFunctions;
+  }
+
+  /**
+   * Sends PING (to a cluster's first primary) and resolves with the round trip in ms. Rejects at
+   * once, sending nothing, while the client is not connected, and when no reply comes within
+   * `withinMs`. For health checks: decisions never wait on it.
+   */
+  async ping(withinMs: number): Promise<number> {
+    if (!this.scripts.ready()) throw this.notConnected;
+    const startedAt = performance.now();
+    const reply = this.scripts.command(['PING']);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StoreTimeoutError(withinMs)), withinMs);
+    });
+    // A reply that comes after the bound has nobody waiting for it.
+    reply.catch(() => {});
+    try {
+      await Promise.race([reply, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+    return performance.now() - startedAt;
   }
 
   /**
