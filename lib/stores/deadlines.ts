@@ -24,6 +24,8 @@ interface Pending {
  * the same turn as the replies the store sent in time, which wait unread on the socket, and fail
  * every call in flight. So a tick only marks the overdue calls, and fails them from
  * `setImmediate`, after the poll phase has read what had arrived: one per tick, not per call.
+ * A command that was still in the client when the stall began (node-redis writes a burst 16 KB
+ * a turn) goes out only after it, past its deadline: that call fails, as the timeout says.
  */
 export class Deadlines {
   private queue: Pending[] = [];

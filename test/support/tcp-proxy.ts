@@ -11,6 +11,12 @@ export interface TcpProxy {
   /** Delays every chunk by this many ms in each direction from now on (0: none). */
   delay(ms: number): void;
   /**
+   * Holds every reply the server sends from now on, on every connection, until the function it
+   * returns is called: that writes them all to their clients at once, in order, as replies a
+   * network held back arrive together. Commands still reach the server as they are sent.
+   */
+  holdReplies(): () => void;
+  /**
    * Resets the connection that carries the next reply from the server: half of that reply's first
    * chunk reaches the client, then both sides are reset (RST), as when a network drops mid-reply.
    * The server has already run the command. Resolves once a connection was reset.
@@ -39,27 +45,47 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
 
   // Each direction is one byte stream, as TCP keeps it: a chunk is written no earlier than the
   // one before it, so that lowering the delay (to 0 after a slow phase) never lets new bytes
-  // overtake those still delayed, which would hand replies to the wrong commands.
-  const forward = (from: Socket, to: Socket, onChunk?: (chunk: Buffer) => boolean) => {
+  // overtake those still delayed, which would hand replies to the wrong commands. A held chunk
+  // waits (at Infinity) until it is released.
+  let holding = false;
+  const heldReplies = new Set<() => void>();
+  const forward = (
+    from: Socket,
+    to: Socket,
+    holds: boolean,
+    onChunk?: (chunk: Buffer) => boolean,
+  ) => {
     const queue: Array<{ chunk: Buffer; at: number }> = [];
     let timer: NodeJS.Timeout | undefined;
     const drain = () => {
+      clearTimeout(timer);
       timer = undefined;
       const now = performance.now();
       while (queue.length > 0 && queue[0].at <= now) {
         const { chunk } = queue.shift()!;
         if (!to.destroyed) to.write(chunk);
       }
-      if (queue.length > 0) timer = setTimeout(drain, queue[0].at - now);
+      if (queue.length > 0 && queue[0].at !== Infinity) {
+        timer = setTimeout(drain, queue[0].at - now);
+      }
     };
+    const release = () => {
+      for (const item of queue) if (item.at === Infinity) item.at = 0;
+      drain();
+    };
+    if (holds) heldReplies.add(release);
+    from.on('close', () => heldReplies.delete(release));
     from.on('data', (chunk: Buffer) => {
       if (onChunk?.(chunk) === false) return;
-      if (delayMs === 0 && queue.length === 0) {
+      const held = holds && holding;
+      if (!held && delayMs === 0 && queue.length === 0) {
         to.write(chunk);
         return;
       }
-      queue.push({ chunk, at: performance.now() + delayMs });
-      timer ??= setTimeout(drain, Math.max(0, queue[0].at - performance.now()));
+      queue.push({ chunk, at: held ? Infinity : performance.now() + delayMs });
+      if (queue[0].at !== Infinity) {
+        timer ??= setTimeout(drain, Math.max(0, queue[0].at - performance.now()));
+      }
     });
   };
 
@@ -81,8 +107,8 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     upstream.on('error', drop).on('close', drop);
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    forward(client, upstream);
-    forward(upstream, client, (chunk) => {
+    forward(client, upstream, false);
+    forward(upstream, client, true, (chunk) => {
       const resolve = armed;
       if (resolve === undefined) return true;
       armed = undefined;
@@ -104,6 +130,13 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     url: `redis://127.0.0.1:${port}`,
     delay(ms) {
       delayMs = ms;
+    },
+    holdReplies() {
+      holding = true;
+      return () => {
+        holding = false;
+        for (const release of heldReplies) release();
+      };
     },
     resetMidReply() {
       return new Promise<void>((resolve) => (armed = resolve));
