@@ -9,8 +9,10 @@ import { type BootstrapLogger } from '../stores/eviction-warning.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from '../stores/redis/redis-client.js';
+import { MeteredStore } from '../stores/metered.store.js';
 import { ResilientStore } from '../stores/resilient.store.js';
 import { type RateLimitStore } from '../stores/store.interface.js';
+import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js';
 
 /** The active store, its link to Redis if any, and what the module does with them. */
@@ -52,6 +54,7 @@ export function createStore(
   raw: RateLimitModuleOptions,
   options: ResolvedRateLimitOptions,
   logger: BootstrapLogger,
+  telemetry: RateLimitTelemetry = NO_TELEMETRY,
 ): StoreHandle {
   const { store, redis, clock } = raw;
   let made: MemoryStore | undefined;
@@ -68,12 +71,20 @@ export function createStore(
       fallback: memory(),
       ownsPrimary,
       logger,
+      telemetry,
     });
   // Outermost, so a flooding key costs neither a store call nor a deadline.
   const cached = (guarded: ResilientStore): RateLimitStore =>
     options.blockCache
-      ? new BlockCacheStore(guarded, { clock, onStoreFailure: (call) => guarded.degrade(call) })
+      ? new BlockCacheStore(guarded, {
+          clock,
+          onStoreFailure: (call) => guarded.degrade(call),
+          telemetry,
+        })
       : guarded;
+  // Timed where nothing else times its calls: the resilience layer times the others.
+  const metered = (store: RateLimitStore) =>
+    telemetry.timesMemoryCalls ? new MeteredStore(store, telemetry) : store;
   const handle = (
     kind: string,
     active: RateLimitStore,
@@ -110,7 +121,7 @@ export function createStore(
     }
     // A memory store cannot fail or stall, so there is nothing to guard it against.
     if (store instanceof MemoryStore) {
-      return handle('custom', store, false, store);
+      return handle('custom', metered(store), false, store);
     }
     if (store instanceof RedisStore) {
       // Handed over ready-made, it gets what the module gives the Redis stores it builds.
@@ -119,7 +130,7 @@ export function createStore(
     }
     return handle('custom', cached(guard(store, false)), true);
   }
-  if (redis === undefined) return handle('memory', memory(), true);
+  if (redis === undefined) return handle('memory', metered(memory()), true, memory());
   if (scriptClientFor(redis) !== undefined) {
     const primary = new RedisStore({
       client: redis as RedisClient,

@@ -1,3 +1,6 @@
+/** What the breaker does with calls: all go through, none do, or one probe does. */
+export type BreakerState = 'closed' | 'open' | 'half_open';
+
 /**
  * Stops calling a failing store for a short, growing back-off, then lets one probe through.
  * Closed: every call goes to the store. After `failures` failures in a row it opens: calls skip
@@ -14,6 +17,8 @@ export class CircuitBreaker {
     private readonly failures = 3,
     private readonly minOpenMs = 50,
     private readonly maxOpenMs = 250,
+    /** Told each time the state changes. */
+    private readonly onChange?: (state: BreakerState) => void,
   ) {
     this.openMs = minOpenMs;
   }
@@ -23,6 +28,7 @@ export class CircuitBreaker {
     if (this.consecutiveFailures < this.failures) return true;
     if (this.probing || now < this.openUntil) return false;
     this.probing = true;
+    this.onChange?.('half_open');
     return true;
   }
 
@@ -32,6 +38,7 @@ export class CircuitBreaker {
   }
 
   success(): void {
+    if (this.onChange !== undefined && this.open) this.onChange('closed');
     this.consecutiveFailures = 0;
     this.openMs = this.minOpenMs;
     this.probing = false;
@@ -42,10 +49,14 @@ export class CircuitBreaker {
       this.probing = false;
       this.openMs = Math.min(this.openMs * 2, this.maxOpenMs);
       this.openUntil = now + this.openMs;
+      this.onChange?.('open');
       return;
     }
     this.consecutiveFailures++;
-    if (this.consecutiveFailures === this.failures) this.openUntil = now + this.openMs;
+    if (this.consecutiveFailures === this.failures) {
+      this.openUntil = now + this.openMs;
+      this.onChange?.('open');
+    }
   }
 
   /**
