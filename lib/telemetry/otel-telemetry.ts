@@ -52,7 +52,7 @@ export class OtelTelemetry implements RateLimitTelemetry {
 
   constructor(
     private readonly api: OpenTelemetryApi,
-    store: StoreKind,
+    private readonly store: StoreKind,
     private readonly nearLimitFraction: number,
   ) {
     this.attributes = new TelemetryAttributes(store);
@@ -136,7 +136,9 @@ export class OtelTelemetry implements RateLimitTelemetry {
   storeCall(op: StoreOperation, ok: boolean, startedAt: number, endedAt: number): void {
     const attributes = this.attributes.storeCalls[op][ok ? 0 : 1];
     if (this.metricsOn) this.storeDuration.record((endedAt - startedAt) / 1000, attributes);
-    this.childSpan(STORE_SPAN, attributes, startedAt, endedAt, ok);
+    // A call to the memory store is in-process work of a microsecond or two: a span would cost
+    // more than the call, and show nothing a trace needs.
+    if (this.store !== 'memory') this.childSpan(STORE_SPAN, attributes, startedAt, endedAt, ok);
   }
 
   leases(policy: ResolvedPolicy, change: 1 | -1): void {
