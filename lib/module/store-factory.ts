@@ -9,7 +9,6 @@ import { type BootstrapLogger } from '../stores/eviction-warning.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from '../stores/redis/redis-client.js';
-import { MeteredStore } from '../stores/metered.store.js';
 import { ResilientStore } from '../stores/resilient.store.js';
 import { type RateLimitStore } from '../stores/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
@@ -82,9 +81,6 @@ export function createStore(
           telemetry,
         })
       : guarded;
-  // Timed where nothing else times its calls: the resilience layer times the others.
-  const metered = (store: RateLimitStore) =>
-    telemetry.timesMemoryCalls ? new MeteredStore(store, telemetry) : store;
   const handle = (
     kind: string,
     active: RateLimitStore,
@@ -121,7 +117,7 @@ export function createStore(
     }
     // A memory store cannot fail or stall, so there is nothing to guard it against.
     if (store instanceof MemoryStore) {
-      return handle('custom', metered(store), false, store);
+      return handle('custom', store, false, store);
     }
     if (store instanceof RedisStore) {
       // Handed over ready-made, it gets what the module gives the Redis stores it builds.
@@ -130,7 +126,7 @@ export function createStore(
     }
     return handle('custom', cached(guard(store, false)), true);
   }
-  if (redis === undefined) return handle('memory', metered(memory()), true, memory());
+  if (redis === undefined) return handle('memory', memory(), true);
   if (scriptClientFor(redis) !== undefined) {
     const primary = new RedisStore({
       client: redis as RedisClient,

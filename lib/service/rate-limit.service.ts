@@ -225,16 +225,7 @@ export class RateLimitService {
     const limits = this.prepare(where, key, policy, options, op !== 'consume');
     const decided = execute(this.store, { ...extras, op, limits });
     // Only consume decides: peek records nothing; refund, reset and block are no requests.
-    return op === 'consume' && this.telemetry.enabled ? this.counted(where, decided) : decided;
-  }
-
-  private async counted(
-    where: string,
-    decided: Promise<RateLimitDecision>,
-  ): Promise<RateLimitDecision> {
-    const decision = await decided;
-    this.telemetry.decided(where, decision, false, 'event');
-    return decision;
+    return op === 'consume' ? this.telemetry.counted(where, decided) : decided;
   }
 
   private prepare(

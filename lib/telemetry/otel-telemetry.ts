@@ -1,5 +1,5 @@
 import type * as OtelApi from '@opentelemetry/api';
-import type { Counter, Histogram, Span, Tracer, UpDownCounter } from '@opentelemetry/api';
+import type { Counter, Histogram, Span, Tracer } from '@opentelemetry/api';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type StoreOperation } from '../stores/store-call.js';
 import { type PolicyDecision, type RateLimitDecision } from '../stores/store.interface.js';
@@ -35,42 +35,48 @@ const STATUS_ERROR = 2;
  * Records through `@opentelemetry/api`: the instruments on the meter of the global
  * `MeterProvider` (when one is registered before the module starts; otherwise no metric is
  * recorded at all), and what a trace shows on the active span, when there is one that records.
+ *
+ * Counts are kept on the series objects and reported by asynchronous instruments when the SDK
+ * collects: a decision costs an increment, not a synchronous instrument's attribute hashing.
+ * Durations are histograms, recorded as they happen.
  */
 export class OtelTelemetry implements RateLimitTelemetry {
   readonly enabled = true;
-  readonly timesMemoryCalls: boolean;
   private readonly metricsOn: boolean;
-  private readonly attributes: TelemetryAttributes;
+  private readonly series: TelemetryAttributes;
   private readonly tracer: Tracer;
-  private readonly decisions: Counter;
-  private readonly nearLimit: Counter;
   private readonly storeDuration: Histogram;
   private readonly waitDuration: Histogram;
-  private readonly leaseCount: UpDownCounter;
-  private readonly blockCacheAnswers: Counter;
   private readonly stateChanges: Counter;
 
   constructor(
     private readonly api: OpenTelemetryApi,
-    private readonly store: StoreKind,
+    store: StoreKind,
     private readonly nearLimitFraction: number,
   ) {
-    this.attributes = new TelemetryAttributes(store);
+    this.series = new TelemetryAttributes(store);
     const meter = api.metrics.getMeter(TELEMETRY_SCOPE);
     // No SDK registered: skip the instruments, whose calls would do nothing anyway.
     this.metricsOn = meter !== api.createNoopMeter();
-    this.timesMemoryCalls = this.metricsOn;
     this.tracer = api.trace.getTracer(TELEMETRY_SCOPE);
-    this.decisions = meter.createCounter('rate_limit.decisions', {
+    const decisions = meter.createObservableCounter('rate_limit.decisions', {
       description: 'Rate-limit decisions, by outcome',
       unit: '{decision}',
     });
-    this.nearLimit = meter.createCounter('rate_limit.near_limit', {
+    const nearLimit = meter.createObservableCounter('rate_limit.near_limit', {
       description: 'Allowed decisions that left a policy with less than its near-limit fraction',
       unit: '{decision}',
     });
+    const leases = meter.createObservableUpDownCounter('rate_limit.leases', {
+      description: 'Concurrency leases this instance holds',
+      unit: '{lease}',
+    });
+    const blockCacheAnswers = meter.createObservableCounter('rate_limit.block_cache.answers', {
+      description: 'Rejections answered from the local block cache, without the store',
+      unit: '{decision}',
+    });
     this.storeDuration = meter.createHistogram('rate_limit.store.duration', {
-      description: 'Duration of each call to the rate-limit store',
+      description: 'Duration of each call to the Redis or custom rate-limit store',
       unit: 's',
       advice: { explicitBucketBoundaries: STORE_BUCKETS_S },
     });
@@ -79,18 +85,26 @@ export class OtelTelemetry implements RateLimitTelemetry {
       unit: 's',
       advice: { explicitBucketBoundaries: WAIT_BUCKETS_S },
     });
-    this.leaseCount = meter.createUpDownCounter('rate_limit.leases', {
-      description: 'Concurrency leases this instance holds',
-      unit: '{lease}',
-    });
-    this.blockCacheAnswers = meter.createCounter('rate_limit.block_cache.answers', {
-      description: 'Rejections answered from the local block cache, without the store',
-      unit: '{decision}',
-    });
     this.stateChanges = meter.createCounter('rate_limit.store.state_changes', {
       description: 'Changes of the store circuit breaker and of outages, by new state',
       unit: '{change}',
     });
+    if (!this.metricsOn) return;
+    meter.addBatchObservableCallback(
+      (result) => {
+        for (const s of this.series.decisionSeries()) {
+          if (s.decisions > 0) result.observe(decisions, s.decisions, s.attributes);
+          if (s.nearLimit > 0) result.observe(nearLimit, s.nearLimit, s.attributes);
+        }
+        for (const s of this.series.policySeriesAll()) {
+          if (s.leased) result.observe(leases, s.leases, s.attributes);
+          if (s.blockCacheAnswers > 0) {
+            result.observe(blockCacheAnswers, s.blockCacheAnswers, s.attributes);
+          }
+        }
+      },
+      [decisions, nearLimit, leases, blockCacheAnswers],
+    );
   }
 
   decided(
@@ -100,24 +114,17 @@ export class OtelTelemetry implements RateLimitTelemetry {
     onSpan: 'attributes' | 'event',
   ): void {
     const span = this.recordingSpan();
-    if (!this.metricsOn && span === undefined) return;
-    const outcome = outcomeOf(decision, waited);
-    const answers = decision.policies;
-    const by =
-      outcome === 'limited' || outcome === 'shadow_limited' ? rejecting(answers) : binding(answers);
-    const attributes = this.attributes.decision(route, by.policy)[outcome];
-    if (this.metricsOn) {
-      this.decisions.add(1, attributes);
-      if (outcome === 'allowed' || outcome === 'waited') {
-        const near = nearLimitOf(answers, this.nearLimitFraction);
-        if (near !== undefined) {
-          this.nearLimit.add(1, this.attributes.decision(route, near.policy)[outcome]);
-        }
-      }
-    }
-    if (span === undefined) return;
-    if (onSpan === 'attributes') span.setAttributes(attributes);
-    else span.addEvent(DECISION_EVENT, attributes);
+    if (this.metricsOn || span !== undefined) this.record(route, decision, waited, span, onSpan);
+  }
+
+  counted(route: string, pending: Promise<RateLimitDecision>): Promise<RateLimitDecision> {
+    // The span active now is the one the decision belongs to.
+    const span = this.recordingSpan();
+    if (!this.metricsOn && span === undefined) return pending;
+    return pending.then((decision) => {
+      this.record(route, decision, false, span, 'event');
+      return decision;
+    });
   }
 
   waited(
@@ -127,30 +134,55 @@ export class OtelTelemetry implements RateLimitTelemetry {
     outcome: WaitOutcome,
   ): void {
     const by = decision.allowed ? binding(decision.policies) : rejecting(decision.policies);
-    const attributes = this.attributes.decision(route, by.policy)[outcome];
+    const { attributes } = this.series.decision(route, by.policy)[outcome];
     const endedAt = performance.now();
     if (this.metricsOn) this.waitDuration.record((endedAt - startedAt) / 1000, attributes);
     this.childSpan(WAIT_SPAN, attributes, startedAt, endedAt, true);
   }
 
   storeCall(op: StoreOperation, ok: boolean, startedAt: number, endedAt: number): void {
-    const attributes = this.attributes.storeCalls[op][ok ? 0 : 1];
+    const attributes = this.series.storeCalls[op][ok ? 0 : 1];
     if (this.metricsOn) this.storeDuration.record((endedAt - startedAt) / 1000, attributes);
-    // A call to the memory store is in-process work of a microsecond or two: a span would cost
-    // more than the call, and show nothing a trace needs.
-    if (this.store !== 'memory') this.childSpan(STORE_SPAN, attributes, startedAt, endedAt, ok);
+    this.childSpan(STORE_SPAN, attributes, startedAt, endedAt, ok);
   }
 
   leases(policy: ResolvedPolicy, change: 1 | -1): void {
-    if (this.metricsOn) this.leaseCount.add(change, this.attributes.policy(policy));
+    if (!this.metricsOn) return;
+    const series = this.series.policy(policy);
+    series.leases += change;
+    series.leased = true;
   }
 
   blockCacheAnswered(policies: readonly ResolvedPolicy[]): void {
-    if (this.metricsOn) this.blockCacheAnswers.add(1, this.attributes.policy(policies[0]));
+    if (this.metricsOn) this.series.policy(policies[0]).blockCacheAnswers++;
   }
 
   storeState(state: StoreState): void {
-    if (this.metricsOn) this.stateChanges.add(1, this.attributes.states[state]);
+    if (this.metricsOn) this.stateChanges.add(1, this.series.states[state]);
+  }
+
+  private record(
+    route: string,
+    decision: RateLimitDecision,
+    waited: boolean,
+    span: Span | undefined,
+    onSpan: 'attributes' | 'event',
+  ): void {
+    const outcome = outcomeOf(decision, waited);
+    const answers = decision.policies;
+    const by =
+      outcome === 'limited' || outcome === 'shadow_limited' ? rejecting(answers) : binding(answers);
+    const series = this.series.decision(route, by.policy)[outcome];
+    if (this.metricsOn) {
+      series.decisions++;
+      if (outcome === 'allowed' || outcome === 'waited') {
+        const near = nearLimitOf(answers, this.nearLimitFraction);
+        if (near !== undefined) this.series.decision(route, near.policy)[outcome].nearLimit++;
+      }
+    }
+    if (span === undefined) return;
+    if (onSpan === 'attributes') span.setAttributes(series.attributes);
+    else span.addEvent(DECISION_EVENT, series.attributes);
   }
 
   /** The active span, when there is one and it records; undefined costs a context lookup. */

@@ -43,12 +43,15 @@ export interface RateLimitTelemetry {
     waited: boolean,
     onSpan: 'attributes' | 'event',
   ): void;
+  /**
+   * Counts the decision `pending` resolves with, as {@link decided} does with `'event'`, on the
+   * span active now; answers `pending` itself when there is nothing to record.
+   */
+  counted(route: string, pending: Promise<RateLimitDecision>): Promise<RateLimitDecision>;
   /** A wait for a slot that began at `startedAt` (`performance.now()`) ended now. */
   waited(route: string, decision: RateLimitDecision, startedAt: number, outcome: WaitOutcome): void;
-  /** One call to the store, from `startedAt` to `endedAt` (`performance.now()`). */
+  /** One call to the Redis or custom store (not the memory store), from `startedAt` to `endedAt` (`performance.now()`). */
   storeCall(op: StoreOperation, ok: boolean, startedAt: number, endedAt: number): void;
-  /** Whether {@link storeCall} records anything for the memory store (its metrics are on). */
-  readonly timesMemoryCalls: boolean;
   /** A concurrency lease of `policy` taken (`+1`) or let go (`-1`). */
   leases(policy: ResolvedPolicy, change: 1 | -1): void;
   /** The block cache answered a request under `policies` without asking the store. */
@@ -60,8 +63,10 @@ export interface RateLimitTelemetry {
 /** Telemetry turned off: every method does nothing. */
 class NoTelemetry implements RateLimitTelemetry {
   readonly enabled = false;
-  readonly timesMemoryCalls = false;
   decided(): void {}
+  counted(_route: string, pending: Promise<RateLimitDecision>): Promise<RateLimitDecision> {
+    return pending;
+  }
   waited(): void {}
   storeCall(): void {}
   leases(): void {}

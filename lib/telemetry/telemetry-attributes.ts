@@ -19,8 +19,27 @@ export const ATTRIBUTE = {
   state: 'rate_limit.state',
 } as const;
 
-/** One attribute set per outcome of a decision or a wait, for one route and policy. */
-export type OutcomeAttributes = Readonly<Record<DecisionOutcome | WaitOutcome, Attributes>>;
+/**
+ * One series of decisions (a route, a policy, an outcome): its attributes, built once, and its
+ * counts, kept here and reported when the SDK collects, so that counting is an increment.
+ */
+export interface DecisionSeries {
+  readonly attributes: Attributes;
+  decisions: number;
+  nearLimit: number;
+}
+
+/** The series of one route and policy, one per outcome of a decision or of a wait. */
+export type OutcomeSeries = Readonly<Record<DecisionOutcome | WaitOutcome, DecisionSeries>>;
+
+/** What is counted per policy alone: leases held, block-cache answers. */
+export interface PolicySeries {
+  readonly attributes: Attributes;
+  leases: number;
+  /** Whether a lease was ever counted: from then on its value is reported, 0 included. */
+  leased: boolean;
+  blockCacheAnswers: number;
+}
 
 const OUTCOMES: ReadonlyArray<DecisionOutcome | WaitOutcome> = [
   'allowed',
@@ -42,18 +61,22 @@ const OPERATIONS: readonly StoreOperation[] = [
 ];
 const STATES: readonly StoreState[] = ['open', 'half_open', 'closed', 'degraded', 'recovered'];
 
-// Routes times policies of one application; past this (a route label that is not a pattern),
-// attribute sets are built per call instead of growing the cache without bound.
-const MAX_CACHED = 4096;
+// Routes times policies of one application. Past this (a route label that is not a pattern),
+// further ones share one series named OVERFLOW instead of growing without bound.
+const MAX_SERIES = 2048;
+const OVERFLOW = '_other';
 
 /**
- * Every attribute set the instruments use, built once and kept, so that recording a decision
- * allocates none: per route and policy, per policy, per store operation, per store state.
+ * Every series the instruments report, with its attribute set built once and kept, so that
+ * recording a decision allocates nothing: per route and policy, per policy, per store operation,
+ * per store state.
  */
 export class TelemetryAttributes {
-  private readonly decisions = new Map<string, Map<string, OutcomeAttributes>>();
-  private readonly policies = new Map<string, Attributes>();
-  private cached = 0;
+  private readonly routes = new Map<string, Map<string, OutcomeSeries>>();
+  private readonly byPolicy = new Map<string, PolicySeries>();
+  private count = 0;
+  private overflowRoute: OutcomeSeries | undefined;
+  private overflowPolicy: PolicySeries | undefined;
   /** Per operation: `[ok, error]`. */
   readonly storeCalls: Readonly<Record<StoreOperation, readonly [Attributes, Attributes]>>;
   readonly states: Readonly<Record<StoreState, Attributes>>;
@@ -71,37 +94,72 @@ export class TelemetryAttributes {
     }));
   }
 
-  /** The attribute sets of a decision on `route` that `policy` decided, one per outcome. */
-  decision(route: string, policy: ResolvedPolicy): OutcomeAttributes {
-    let byPolicy = this.decisions.get(route);
+  /** The series of decisions on `route` that `policy` decided, one per outcome. */
+  decision(route: string, policy: ResolvedPolicy): OutcomeSeries {
+    let byPolicy = this.routes.get(route);
     const known = byPolicy?.get(policy.id);
     if (known !== undefined) return known;
-    const made = byKey(OUTCOMES, (outcome) => ({
-      [ATTRIBUTE.route]: route,
-      [ATTRIBUTE.policy]: policy.name,
-      [ATTRIBUTE.algorithm]: policy.algorithm,
-      [ATTRIBUTE.store]: this.store,
-      [ATTRIBUTE.outcome]: outcome,
-    }));
-    if (this.cached < MAX_CACHED) {
-      if (byPolicy === undefined) this.decisions.set(route, (byPolicy = new Map()));
-      byPolicy.set(policy.id, made);
-      this.cached++;
+    if (this.count >= MAX_SERIES) {
+      return (this.overflowRoute ??= this.outcomeSeries(OVERFLOW, OVERFLOW, OVERFLOW));
     }
+    const made = this.outcomeSeries(route, policy.name, policy.algorithm);
+    if (byPolicy === undefined) this.routes.set(route, (byPolicy = new Map()));
+    byPolicy.set(policy.id, made);
+    this.count++;
     return made;
   }
 
-  /** The attributes of `policy` alone, for what is not tied to a route (leases, the block cache). */
-  policy(policy: ResolvedPolicy): Attributes {
-    const known = this.policies.get(policy.id);
+  /** The series of `policy` alone, for what is not tied to a route (leases, the block cache). */
+  policy(policy: ResolvedPolicy): PolicySeries {
+    const known = this.byPolicy.get(policy.id);
     if (known !== undefined) return known;
-    const made = {
-      [ATTRIBUTE.policy]: policy.name,
-      [ATTRIBUTE.algorithm]: policy.algorithm,
-      [ATTRIBUTE.store]: this.store,
-    };
-    if (this.policies.size < MAX_CACHED) this.policies.set(policy.id, made);
+    if (this.byPolicy.size >= MAX_SERIES) {
+      return (this.overflowPolicy ??= this.policySeries(OVERFLOW, OVERFLOW));
+    }
+    const made = this.policySeries(policy.name, policy.algorithm);
+    this.byPolicy.set(policy.id, made);
     return made;
+  }
+
+  /** Every decision series there is, for a collection. */
+  *decisionSeries(): Iterable<DecisionSeries> {
+    for (const byPolicy of this.routes.values()) {
+      for (const outcomes of byPolicy.values()) yield* Object.values(outcomes);
+    }
+    if (this.overflowRoute !== undefined) yield* Object.values(this.overflowRoute);
+  }
+
+  /** Every policy series there is, for a collection. */
+  *policySeriesAll(): Iterable<PolicySeries> {
+    yield* this.byPolicy.values();
+    if (this.overflowPolicy !== undefined) yield this.overflowPolicy;
+  }
+
+  private outcomeSeries(route: string, policy: string, algorithm: string): OutcomeSeries {
+    return byKey(OUTCOMES, (outcome) => ({
+      attributes: {
+        [ATTRIBUTE.route]: route,
+        [ATTRIBUTE.policy]: policy,
+        [ATTRIBUTE.algorithm]: algorithm,
+        [ATTRIBUTE.store]: this.store,
+        [ATTRIBUTE.outcome]: outcome,
+      },
+      decisions: 0,
+      nearLimit: 0,
+    }));
+  }
+
+  private policySeries(policy: string, algorithm: string): PolicySeries {
+    return {
+      attributes: {
+        [ATTRIBUTE.policy]: policy,
+        [ATTRIBUTE.algorithm]: algorithm,
+        [ATTRIBUTE.store]: this.store,
+      },
+      leases: 0,
+      leased: false,
+      blockCacheAnswers: 0,
+    };
   }
 }
 

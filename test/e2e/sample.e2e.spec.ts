@@ -84,7 +84,13 @@ describe('the sample app', () => {
     expect(res.text).toMatch(
       /^rate_limit_decisions_total\{rate_limit_route="GET \/hello\/sayHi",rate_limit_policy="[^"]+",rate_limit_algorithm="sliding-window",rate_limit_store="memory",rate_limit_outcome="limited"(,[^}]*)?\} 1$/m,
     );
-    expect(res.text).toMatch(/^# TYPE rate_limit_store_duration histogram$/m);
+    // The second of two, the tenth of ten, the fifth of five left under a tenth of the limit.
+    expect(res.text).toMatch(/^# TYPE rate_limit_near_limit_total counter$/m);
+    for (const route of ['GET /hello/sayHi', 'GET /items/:id', 'POST /auth/login']) {
+      expect(res.text).toMatch(
+        new RegExp(`^rate_limit_near_limit_total\\{rate_limit_route="${route}",.*\\} 1$`, 'm'),
+      );
+    }
     expect(res.text).not.toMatch(/metrics"|\/metrics/);
     // Scraping again counts nothing: /metrics itself is not limited.
     const again = await request(server).get('/metrics');
