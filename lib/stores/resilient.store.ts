@@ -81,13 +81,12 @@ export class ResilientStore extends ForwardingStore {
     if (op === 'refund') return this.guarded(call);
     // The lease is in the primary store and nowhere else: a failure is reported, not answered by
     // the fallback, which knows nothing of it (the holder retries, or the lease expires).
-    const pending = this.deadlines.race(execute(this.inner, call));
-    return this.telemetry.enabled ? this.timed(call, pending) : pending;
+    if (!this.telemetry.enabled) return this.deadlines.race(execute(this.inner, call));
+    return this.timed(call, performance.now(), this.deadlines.race(execute(this.inner, call)));
   }
 
   /** Tells the telemetry how long `pending`, a call to the primary store, took. */
-  private timed(call: StoreCall, pending: Promise<RateLimitDecision>) {
-    const startedAt = performance.now();
+  private timed(call: StoreCall, startedAt: number, pending: Promise<RateLimitDecision>) {
     return pending.then(
       (decision) => {
         this.telemetry.storeCall(call.op, true, startedAt, performance.now());
