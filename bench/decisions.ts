@@ -20,6 +20,11 @@ import {
 import { type Limiter } from './support/limiter.js';
 import { fixed, integer, ms, ratio, table } from './support/markdown.js';
 import { type MeasuredRun, measuredRun } from './support/measured-run.js';
+import {
+  renderTelemetry,
+  type TelemetryComparison,
+  telemetryOnMemory,
+} from './support/telemetry-rows.js';
 import { renderValkeyRows } from './support/valkey-rows.js';
 
 export { type DecisionsId } from './support/decisions-contenders.js';
@@ -36,6 +41,8 @@ export interface DecisionsResult {
   readonly ratio: (a: DecisionsId, b: DecisionsId) => number;
   /** A policy written inline against the same policy hoisted, on Redis (ioredis) and memory. */
   readonly inline: { readonly redis: InlineComparison; readonly memory: InlineComparison };
+  /** A decision with telemetry off, with the API and no SDK, with the SDK, on memory. */
+  readonly telemetry: TelemetryComparison;
 }
 
 const COLUMNS = [
@@ -96,6 +103,7 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
     for (const limiter of limiters.values()) await limiter.close();
   }
   const memory = await inlineOnMemory(ctx.quick);
+  const telemetry = await telemetryOnMemory(ctx.quick);
 
   // A round the fallback answered part of measures the fallback, not Redis: the median is taken
   // over the clean rounds when there is one.
@@ -189,6 +197,8 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
       : []),
     '',
     renderInline(redis, memory, ctx.quick),
+    '',
+    renderTelemetry(telemetry),
   ].join('\n');
-  return { markdown, perSecond, ratio: pairedRatio, inline: { redis, memory } };
+  return { markdown, perSecond, ratio: pairedRatio, inline: { redis, memory }, telemetry };
 }

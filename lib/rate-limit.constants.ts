@@ -10,3 +10,5 @@ export const RATE_LIMIT_RAW_OPTIONS = Symbol('RATE_LIMIT_RAW_OPTIONS');
 export const RATE_LIMIT_STORE_HANDLE = Symbol('RATE_LIMIT_STORE_HANDLE');
 /** The instance's memory store, which decides under `onStoreError: 'memory'`. */
 export const RATE_LIMIT_MEMORY_STORE = Symbol('RATE_LIMIT_MEMORY_STORE');
+/** The module's telemetry (`RateLimitTelemetry`): metrics and trace spans, or nothing. */
+export const RATE_LIMIT_TELEMETRY = Symbol('RATE_LIMIT_TELEMETRY');

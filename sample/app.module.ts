@@ -7,7 +7,7 @@ import { ExportsController } from './exports.controller.js';
 import { HealthController } from './health.controller.js';
 import { HelloController } from './hello.controller.js';
 import { ItemsController } from './items.controller.js';
-import { countDecision, MetricsController } from './metrics.js';
+import { MetricsController } from './metrics.js';
 import { PartnerQuotes } from './partner-quotes.service.js';
 import { QuotesController } from './quotes.controller.js';
 
@@ -59,7 +59,8 @@ async function glideClient(url: string): Promise<RedisConnection> {
     RateLimitModule.forRootAsync({
       useFactory: async () => {
         const redis = await redisConnection(new Logger('Sample'));
-        return { ...(redis ? { redis } : {}), onDecision: countDecision };
+        // Metrics and traces go through OpenTelemetry (telemetry is on by default): see metrics.ts.
+        return redis ? { redis } : {};
       },
     }),
   ],

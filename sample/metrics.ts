@@ -1,31 +1,30 @@
-import { Controller, Get, Header } from '@nestjs/common';
-import { type ExecutionContext } from '@nestjs/common';
-import { type RateLimitDecision, SkipRateLimit } from 'nest-rate-limit';
-import { Counter, Registry } from 'prom-client';
+import { type IncomingMessage, type ServerResponse } from 'node:http';
+import { Controller, Get, Req, Res } from '@nestjs/common';
+import { metrics } from '@opentelemetry/api';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { SkipRateLimit } from 'nest-rate-limit';
 
-/** The sample's own registry, so the counter below is all `/metrics` shows. */
-export const registry = new Registry();
+/** The OpenTelemetry SDK's Prometheus reader, served by the app itself rather than its own port. */
+const prometheus = new PrometheusExporter({ preventServerStart: true });
+let started = false;
 
-const decisions = new Counter({
-  name: 'rate_limit_decisions_total',
-  help: 'Rate-limit decisions by handler and outcome',
-  labelNames: ['handler', 'outcome'] as const,
-  registers: [registry],
-});
-
-/** Wired as `onDecision`: one increment per decision, labelled `allowed`, `limited` or `fallback`. */
-export function countDecision(context: ExecutionContext, decision: RateLimitDecision): void {
-  const handler = `${context.getClass().name}.${context.getHandler().name}`;
-  const outcome = decision.degraded ? 'fallback' : decision.allowed ? 'allowed' : 'limited';
-  decisions.inc({ handler, outcome });
+/**
+ * Registers the SDK's `MeterProvider` as the global one, once. Call it before the Nest app is
+ * created: the module takes its meter from the global provider as it starts.
+ */
+export function startMetrics(): void {
+  if (started) return;
+  started = true;
+  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [prometheus] }));
 }
 
+/** `GET /metrics`: every `rate_limit.*` instrument, in the Prometheus text format. */
 @SkipRateLimit()
 @Controller('metrics')
 export class MetricsController {
   @Get()
-  @Header('Content-Type', registry.contentType)
-  metrics(): Promise<string> {
-    return registry.metrics();
+  metrics(@Req() request: IncomingMessage, @Res() response: ServerResponse): void {
+    prometheus.getMetricsRequestHandler(request, response);
   }
 }

@@ -1,13 +1,18 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { algorithmOf } from '../algorithms/registry.js';
 import { leaseOf } from '../stores/decision.js';
 import { execute, type Limits } from '../stores/store-call.js';
 import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
+import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 
 /** Concurrency leases one call holds, under one decision. */
 export interface HeldLease {
   readonly limits: Limits;
   readonly decision: RateLimitDecision;
+  /** The policy that took the lease (the shortest period, when several do). */
+  readonly policy: ResolvedPolicy;
   /** When to renew next (`performance.now()` ms), and how often. */
   renewAt: number;
   readonly everyMs: number;
@@ -36,7 +41,12 @@ export class LeaseKeeper {
   private warnings = 0;
   private closed = false;
 
-  constructor(@Inject(RateLimitStore) private readonly store: RateLimitStore) {}
+  constructor(
+    @Inject(RateLimitStore) private readonly store: RateLimitStore,
+    @Optional()
+    @Inject(RATE_LIMIT_TELEMETRY)
+    private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
+  ) {}
 
   /**
    * Starts holding the leases `decision` took, if any; undefined when it took none. `unclaimed`
@@ -56,20 +66,26 @@ export class LeaseKeeper {
       return undefined;
     }
     const { policies } = limits;
+    let policy = policies[0];
     let periodMs = Infinity;
     for (const p of policies) {
-      if (algorithmOf(p.algorithm).holdsLeases && p.periodMs < periodMs) periodMs = p.periodMs;
+      if (algorithmOf(p.algorithm).holdsLeases && p.periodMs < periodMs) {
+        periodMs = p.periodMs;
+        policy = p;
+      }
     }
     const everyMs = periodMs / RENEWALS_PER_PERIOD;
     const lease: HeldLease = {
       limits,
       decision,
+      policy,
       renewAt: performance.now() + everyMs,
       everyMs,
       unclaimed,
       released: false,
     };
     this.held.add(lease);
+    this.telemetry.leases(policy, 1);
     if (lease.renewAt < this.timerAt) this.arm(lease.renewAt);
     return lease;
   }
@@ -78,7 +94,7 @@ export class LeaseKeeper {
   async release(lease: HeldLease | undefined): Promise<void> {
     if (lease === undefined || lease.released) return;
     lease.released = true;
-    this.held.delete(lease);
+    this.drop(lease);
     try {
       await execute(this.store, { op: 'release', limits: lease.limits, of: lease.decision });
     } catch (error) {
@@ -117,6 +133,11 @@ export class LeaseKeeper {
     this.timer = undefined;
     this.timerAt = Infinity;
     await Promise.all([...this.held].map((lease) => this.release(lease)));
+  }
+
+  /** Stops holding a lease; a lease lost before its release is not counted out twice. */
+  private drop(lease: HeldLease): void {
+    if (this.held.delete(lease)) this.telemetry.leases(lease.policy, -1);
   }
 
   private wake(key: string): void {
@@ -160,7 +181,7 @@ export class LeaseKeeper {
         if (renewed.allowed || lease.released) return;
         // Expired (the process stalled for a whole period) or reset: the slot may be someone
         // else's now, so holding on would only hide that.
-        this.held.delete(lease);
+        this.drop(lease);
         this.warn(
           `A concurrency lease on ${lease.limits.keys.join(', ')} was lost before its holder finished`,
         );

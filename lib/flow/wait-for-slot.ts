@@ -11,6 +11,15 @@ export interface SlotWait {
   readonly onAbandon?: (listener: () => void) => (() => void) | undefined;
   /** What the wait rejects with once its caller has gone. */
   readonly abandoned?: () => unknown;
+  /**
+   * Told once, as it ends, of a wait that slept at least once: when it began
+   * (`performance.now()`), how it ended, and the last decision.
+   */
+  readonly onWaited?: (
+    startedAt: number,
+    outcome: 'waited' | 'limited' | 'abandoned',
+    decision: RateLimitDecision,
+  ) => void;
 }
 
 /**
@@ -46,6 +55,7 @@ export async function waitForSlot(
   const started = performance.now();
   const bookable = policies.every((p) => algorithmOf(p.algorithm).bookable);
   let gone = false;
+  let slept = false;
   let interrupt: (() => void) | undefined;
   let unsubscribe: (() => void) | undefined;
   const watch = () => {
@@ -68,21 +78,36 @@ export async function waitForSlot(
         const waitMs = decision.waitMs ?? 0;
         const slot = performance.now() + waitMs;
         for (let left = waitMs; left > 0 && !gone; left = slot - performance.now()) {
+          slept = true;
           await pause(left, (wake) => (interrupt = wake));
         }
         if (gone) {
           await giveBack(store, limits, decision);
+          if (slept) wait.onWaited?.(started, 'abandoned', decision);
           throw wait.abandoned?.();
         }
+        if (slept) wait.onWaited?.(started, 'waited', decision);
         return decision;
       }
       // `'allow'` and `'deny'` answer for a failing store; waiting would not change them.
-      if (decision.degraded !== undefined && decision.degraded !== 'memory') return decision;
-      const next = nextTry(decision, leftMs);
-      if (next === undefined) return decision;
-      if (gone) throw wait.abandoned?.();
+      const next =
+        decision.degraded !== undefined && decision.degraded !== 'memory'
+          ? undefined
+          : nextTry(decision, leftMs);
+      if (next === undefined) {
+        if (slept) wait.onWaited?.(started, 'limited', decision);
+        return decision;
+      }
+      if (gone) {
+        if (slept) wait.onWaited?.(started, 'abandoned', decision);
+        throw wait.abandoned?.();
+      }
+      slept = true;
       await pause(next.ms, (wake) => (interrupt = wake), next.onLease ? leases : undefined, keys);
-      if (gone) throw wait.abandoned?.();
+      if (gone) {
+        wait.onWaited?.(started, 'abandoned', decision);
+        throw wait.abandoned?.();
+      }
     }
   } finally {
     unsubscribe?.();

@@ -42,7 +42,7 @@ export interface Reachability {
   readonly error?: string;
 }
 
-const BREAKER_ORDER: readonly BreakerState[] = ['closed', 'half-open', 'open'];
+const BREAKER_ORDER: readonly BreakerState[] = ['closed', 'half_open', 'open'];
 const STRICTNESS: readonly StoreErrorPolicy[] = ['allow', 'memory', 'deny'];
 
 /**

@@ -13,6 +13,7 @@ import {
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_RAW_OPTIONS,
   RATE_LIMIT_STORE_HANDLE,
+  RATE_LIMIT_TELEMETRY,
 } from '../rate-limit.constants.js';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { RateLimitHealthIndicator } from '../health/rate-limit.health.js';
@@ -33,6 +34,8 @@ import { RateLimitService } from '../service/rate-limit.service.js';
 import { createStore, type StoreHandle } from './store-factory.js';
 import { RateLimitStore } from '../stores/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
+import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
+import { telemetryProvider } from './telemetry-provider.js';
 
 // A module option given to forRootAsync() itself belongs in what its factory returns.
 const ASYNC_FIELDS = knownFields(
@@ -51,12 +54,16 @@ const derivedProviders: Provider[] = [
     useFactory: (raw: RateLimitModuleOptions) => resolveOptions(raw),
     inject: [RATE_LIMIT_RAW_OPTIONS],
   },
+  telemetryProvider,
   {
     provide: RATE_LIMIT_STORE_HANDLE,
     // Depends on the resolved options so invalid options fail before any client is created.
-    useFactory: (raw: RateLimitModuleOptions, options: ResolvedRateLimitOptions) =>
-      createStore(raw, options, new Logger('RateLimit')),
-    inject: [RATE_LIMIT_RAW_OPTIONS, RATE_LIMIT_OPTIONS],
+    useFactory: (
+      raw: RateLimitModuleOptions,
+      options: ResolvedRateLimitOptions,
+      telemetry: RateLimitTelemetry,
+    ) => createStore(raw, options, new Logger('RateLimit'), telemetry),
+    inject: [RATE_LIMIT_RAW_OPTIONS, RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY],
   },
   {
     provide: RateLimitStore,
@@ -79,6 +86,7 @@ const derivedProviders: Provider[] = [
 // builds the guard there, and `RateLimitInterceptor` is built in each handler's own module.
 const exported = [
   RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_TELEMETRY,
   RateLimitStore,
   RATE_LIMIT_MEMORY_STORE,
   LeaseKeeper,

@@ -3,6 +3,7 @@ import { type RedisOptions } from 'ioredis';
 import { type RedisClient } from '../stores/redis/redis-client.js';
 import { type HeaderMode } from '../transports/http-headers.js';
 import { type FieldList } from '../policy/known-fields.js';
+import { type ResolvedTelemetry, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import {
   type Clock,
   type RateLimitDecision,
@@ -151,6 +152,19 @@ export interface RateLimitModuleOptions {
    * Default `false`.
    */
   shadow?: boolean;
+  /**
+   * Metrics and trace spans through `@opentelemetry/api`, when it is installed: decisions by
+   * outcome, store call and wait durations, leases, block-cache answers and store state changes,
+   * recorded by the `MeterProvider` and `TracerProvider` your OpenTelemetry SDK registers (the
+   * meter provider before the application is created). `false` turns it off; an object sets
+   * `nearLimit`. Default `true`. See docs/operations.md.
+   *
+   * @example
+   * ```ts
+   * RateLimitModule.forRoot({ redis: process.env.REDIS_URL, telemetry: { nearLimit: 0.2 } });
+   * ```
+   */
+  telemetry?: boolean | TelemetryOptions;
 }
 
 /**
@@ -176,6 +190,7 @@ export const MODULE_OPTION_FIELDS = {
   maxMemoryBytes: true,
   maxMemoryKeys: true,
   shadow: true,
+  telemetry: true,
 } as const satisfies FieldList<RateLimitModuleOptions>;
 
 /** `forRoot()` options: the module options plus whether the guard is global. */
@@ -228,4 +243,5 @@ export interface ResolvedRateLimitOptions {
   readonly onLimited: DecisionHook | undefined;
   readonly skipIf: RateLimitModuleOptions['skipIf'];
   readonly shadow: boolean;
+  readonly telemetry: ResolvedTelemetry;
 }

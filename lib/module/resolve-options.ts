@@ -3,6 +3,7 @@ import { checkFields, knownFields } from '../policy/known-fields.js';
 import { STORE_ERROR_POLICIES } from '../policy/rate-limit.policy.js';
 import { defaultMemoryBudget, heapLimitBytes } from '../stores/memory/memory-size.js';
 import { HEADER_MODES } from '../transports/http-headers.js';
+import { resolveTelemetry } from '../telemetry/telemetry-options.js';
 import {
   MODULE_OPTION_FIELDS,
   type RateLimitModuleOptions,
@@ -100,6 +101,7 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     onLimited: raw.onLimited,
     skipIf: raw.skipIf,
     shadow,
+    telemetry: resolveTelemetry(raw.telemetry, where),
   });
 }
 

@@ -11,6 +11,7 @@ import { RedisStore } from '../stores/redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from '../stores/redis/redis-client.js';
 import { ResilientStore } from '../stores/resilient.store.js';
 import { type RateLimitStore } from '../stores/store.interface.js';
+import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js';
 
 /** The active store, its link to Redis if any, and what the module does with them. */
@@ -52,6 +53,7 @@ export function createStore(
   raw: RateLimitModuleOptions,
   options: ResolvedRateLimitOptions,
   logger: BootstrapLogger,
+  telemetry: RateLimitTelemetry = NO_TELEMETRY,
 ): StoreHandle {
   const { store, redis, clock } = raw;
   let made: MemoryStore | undefined;
@@ -68,11 +70,16 @@ export function createStore(
       fallback: memory(),
       ownsPrimary,
       logger,
+      telemetry,
     });
   // Outermost, so a flooding key costs neither a store call nor a deadline.
   const cached = (guarded: ResilientStore): RateLimitStore =>
     options.blockCache
-      ? new BlockCacheStore(guarded, { clock, onStoreFailure: (call) => guarded.degrade(call) })
+      ? new BlockCacheStore(guarded, {
+          clock,
+          onStoreFailure: (call) => guarded.degrade(call),
+          telemetry,
+        })
       : guarded;
   const handle = (
     kind: string,

@@ -4,13 +4,18 @@ import {
   Inject,
   Injectable,
   Logger,
+  Optional,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
-import { RATE_LIMIT_MEMORY_STORE, RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
+import {
+  RATE_LIMIT_MEMORY_STORE,
+  RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_TELEMETRY,
+} from '../rate-limit.constants.js';
 import { execute, type Limits } from '../stores/store-call.js';
-import { RateLimitStore } from '../stores/store.interface.js';
+import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { transportFor } from '../transports/index.js';
 import { DecisionHooks } from './decision-hooks.js';
@@ -20,6 +25,7 @@ import { decideRoute } from './route-decision.js';
 import { type RouteCall, type RouteFeatures, RoutePlans } from './route-plan.js';
 import { Settlement } from './settlement.js';
 import { UserFunctionBounds } from './user-functions.js';
+import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 
 /**
  * Applies `@RateLimit` policies on every transport: HTTP (Express, Fastify), GraphQL resolvers,
@@ -50,6 +56,9 @@ export class RateLimitGuard implements CanActivate {
     private readonly leases: LeaseKeeper,
     @Inject(RATE_LIMIT_MEMORY_STORE) memory: RateLimitStore,
     pending: PendingOutcomes,
+    @Optional()
+    @Inject(RATE_LIMIT_TELEMETRY)
+    private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
   ) {
     this.plans = new RoutePlans(reflector, options.shadow);
     this.hooks = new DecisionHooks(options);
@@ -74,6 +83,7 @@ export class RateLimitGuard implements CanActivate {
     const store = this.bounds.storeFor(context, this.store, limits.policies);
     if (plan.features === undefined) {
       const decision = await execute(store, { op: 'consume', limits });
+      if (this.telemetry.enabled) this.count(call, decision, false);
       return this.answer.answer(call, limits.policies, decision);
     }
     return this.decideWithFeatures(call, plan.features, limits, store);
@@ -86,18 +96,30 @@ export class RateLimitGuard implements CanActivate {
     limits: Limits,
     store: RateLimitStore,
   ): Promise<boolean> {
-    const { decision, parts, enforced } = await decideRoute(
+    const { decision, parts, enforced, waited } = await decideRoute(
       call,
       features,
       limits,
       store,
       this.leases,
+      this.telemetry,
     );
+    if (this.telemetry.enabled) this.count(call, decision, waited);
     if (features.anyCount || features.anyLease) {
       this.settlement.settle(call, features, store, parts, decision.allowed);
     }
     if (decision.shadow === true) this.answer.shadowLimited(call, decision);
     if (enforced === undefined) return this.answer.passedUnenforced(call, decision);
     return this.answer.answer(call, enforced.policies, decision, enforced.decision);
+  }
+
+  /** Tells the telemetry of the call's decision, under the transport's label for its route. */
+  private count(
+    { context, transport, plan }: RouteCall,
+    decision: RateLimitDecision,
+    waited: boolean,
+  ) {
+    const route = transport.route(context, plan.route, plan.place);
+    this.telemetry.decided(route, decision, waited, 'attributes');
   }
 }

@@ -8,6 +8,7 @@ import {
   type RateLimitDecision,
   type RateLimitStore,
 } from '../stores/store.interface.js';
+import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
 
 /** One store call of a route's decision: its enforced policies, or its shadow ones. */
@@ -25,6 +26,8 @@ export interface RouteDecision {
   readonly parts: readonly DecisionPart[];
   /** The enforced policies' part; undefined when every policy is in shadow mode. */
   readonly enforced: DecisionPart | undefined;
+  /** Whether the enforced policies were allowed after waiting for a slot. */
+  readonly waited: boolean;
 }
 
 // nginx's status for a client that closed the connection before the answer; never seen by it.
@@ -42,22 +45,31 @@ export async function decideRoute(
   limits: Limits,
   store: RateLimitStore,
   leases: LeaseKeeper,
+  telemetry: RateLimitTelemetry,
 ): Promise<RouteDecision> {
   const parts = splitByShadow(features, limits);
+  let waited = false;
+  const onWaited: SlotWait['onWaited'] = telemetry.enabled
+    ? (startedAt, outcome, decision) => {
+        waited = outcome === 'waited';
+        const route = call.transport.route(call.context, call.plan.route, call.plan.place);
+        telemetry.waited(route, decision, startedAt, outcome);
+      }
+    : undefined;
   const decided = await Promise.all(
     parts.map((part) =>
       part.shadow || features.maxWaitMs === 0
         ? execute(store, { op: 'consume', limits: part })
-        : waitForSlot(store, leases, part, slotWait(call, features)),
+        : waitForSlot(store, leases, part, slotWait(call, features, onWaited)),
     ),
   );
   parts.forEach((part, n) => (part.decision = decided[n]));
   const enforced = parts.find((p) => !p.shadow);
   // No shadow policy: the one call's decision is the route's, as it is.
   if (parts.length === 1 && enforced !== undefined) {
-    return { decision: decided[0], parts, enforced };
+    return { decision: decided[0], parts, enforced, waited };
   }
-  return { decision: merge(parts, limits.policies.length), parts, enforced };
+  return { decision: merge(parts, limits.policies.length), parts, enforced, waited };
 }
 
 /** The parts' answers as one decision over every policy of the route, in the route's order. */
@@ -77,11 +89,16 @@ function merge(parts: readonly DecisionPart[], count: number): RateLimitDecision
 }
 
 /** How long the enforced policies may wait, and how to tell that the client went away. */
-function slotWait({ context, transport }: RouteCall, features: RouteFeatures): SlotWait {
+function slotWait(
+  { context, transport }: RouteCall,
+  features: RouteFeatures,
+  onWaited: SlotWait['onWaited'],
+): SlotWait {
   return {
     maxWaitMs: features.maxWaitMs,
     onAbandon: (listener) => transport.abandoned?.(context, listener),
     abandoned: () => new HttpException(CLIENT_GONE_MESSAGE, CLIENT_CLOSED_REQUEST),
+    onWaited,
   };
 }
 

@@ -8,7 +8,8 @@ import { parseDuration } from '../policy/validation.js';
 import { type AcquireOptions } from './service-options.js';
 import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';
-import { waitForSlot } from '../flow/wait-for-slot.js';
+import { type SlotWait, waitForSlot } from '../flow/wait-for-slot.js';
+import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 
 /**
  * What `acquire` resolves with: the allowing decision, plus `release()`, which frees the
@@ -30,16 +31,26 @@ export async function acquirePermit(
   costs: readonly number[],
   options: AcquireOptions | undefined,
   where: string,
+  telemetry: RateLimitTelemetry,
 ): Promise<RateLimitPermit> {
   const maxWaitMs = resolveMaxWait(options?.maxWait, policies, where);
   const signal = options?.signal;
   signal?.throwIfAborted();
   const limits = { keys, policies, costs };
+  let waited = false;
+  const onWaited: SlotWait['onWaited'] = telemetry.enabled
+    ? (startedAt, outcome, decision) => {
+        waited = outcome === 'waited';
+        telemetry.waited(where, decision, startedAt, outcome);
+      }
+    : undefined;
   const decision = await waitForSlot(store, leases, limits, {
     maxWaitMs,
     onAbandon: signal && ((listener) => onAbort(signal, listener)),
     abandoned: () => signal?.reason,
+    onWaited,
   });
+  if (telemetry.enabled) telemetry.decided(where, decision, waited, 'event');
   if (!decision.allowed) throw new RateLimitException(rejectionMessage(decision), decision);
   const lease = leases.hold(limits, decision);
   const release = lease === undefined ? NO_LEASE : () => leases.release(lease);

@@ -1,10 +1,11 @@
 import { algorithmOf } from '../algorithms/registry.js';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { acquirePermit, type RateLimitPermit } from './permit.js';
 import { RouteKeys } from '../route/route-keys.js';
 import { type AcquireOptions, checkCallOptions, type ConsumeOptions } from './service-options.js';
-import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
+import { RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
+import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { PolicyCache } from './policy-cache.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
@@ -43,6 +44,9 @@ export class RateLimitService {
     @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
     @Inject(RateLimitStore) private readonly store: RateLimitStore,
     private readonly leases: LeaseKeeper,
+    @Optional()
+    @Inject(RATE_LIMIT_TELEMETRY)
+    private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
   ) {
     this.keys = new RouteKeys(options.keyPrefix);
   }
@@ -197,7 +201,16 @@ export class RateLimitService {
   ): Promise<RateLimitPermit> {
     checkCallOptions(options, true, where);
     const { keys, policies, costs } = this.prepare(where, key, policy, options, true);
-    return acquirePermit(this.store, this.leases, keys, policies, costs, options, where);
+    return acquirePermit(
+      this.store,
+      this.leases,
+      keys,
+      policies,
+      costs,
+      options,
+      where,
+      this.telemetry,
+    );
   }
 
   private operate(
@@ -210,7 +223,9 @@ export class RateLimitService {
     const where = WHERE[op];
     checkCallOptions(options, false, where);
     const limits = this.prepare(where, key, policy, options, op !== 'consume');
-    return execute(this.store, { ...extras, op, limits });
+    const decided = execute(this.store, { ...extras, op, limits });
+    // Only consume decides: peek records nothing; refund, reset and block are no requests.
+    return op === 'consume' ? this.telemetry.counted(where, decided) : decided;
   }
 
   private prepare(

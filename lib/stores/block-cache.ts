@@ -4,6 +4,7 @@ import { preciseWaitOf } from './decision.js';
 import { ForwardingStore } from './forwarding-store.js';
 import { execute, type StoreCall } from './store-call.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from './store.interface.js';
+import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 
 /** What this instance knows of a key the store has rejected. */
 interface HotKey {
@@ -24,6 +25,8 @@ export interface BlockCacheOptions {
   maxSize?: number;
   /** Answers requests that waited on a call the store failed, so none waits for it twice. */
   onStoreFailure?: FailureAnswer;
+  /** Told of each request answered from a block. */
+  telemetry?: RateLimitTelemetry;
 }
 
 /** Most keys tracked at once; past it the oldest are forgotten (they only cost calls). */
@@ -56,12 +59,14 @@ export class BlockCacheStore extends ForwardingStore {
   private readonly clock: Clock;
   private readonly maxSize: number;
   private readonly onStoreFailure: FailureAnswer | undefined;
+  private readonly telemetry: RateLimitTelemetry;
 
   constructor(inner: RateLimitStore, options: BlockCacheOptions = {}) {
     super(inner);
     this.clock = options.clock ?? monotonicClock;
     this.maxSize = options.maxSize ?? DEFAULT_BLOCK_CACHE_SIZE;
     this.onStoreFailure = options.onStoreFailure;
+    this.telemetry = options.telemetry ?? NO_TELEMETRY;
   }
 
   /**
@@ -95,7 +100,10 @@ export class BlockCacheStore extends ForwardingStore {
       const now = this.clock();
       const { block } = hot;
       if (block !== undefined) {
-        if (now < block.until && covers(block, call.limits)) return replay(block, now);
+        if (now < block.until && covers(block, call.limits)) {
+          this.telemetry.blockCacheAnswered(call.limits.policies);
+          return replay(block, now);
+        }
         if (now >= block.until) hot.block = undefined;
       }
       // Forgotten or replaced while this request waited: start over with what is known now.

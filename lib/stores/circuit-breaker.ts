@@ -1,5 +1,5 @@
-/** `closed`: calls go to the store; `open`: they skip it; `half-open`: one probe is out. */
-export type BreakerState = 'closed' | 'open' | 'half-open';
+/** What the breaker does with calls: all go through, none do, or one probe does. */
+export type BreakerState = 'closed' | 'open' | 'half_open';
 
 /**
  * Stops calling a failing store for a short, growing back-off, then lets one probe through.
@@ -17,6 +17,8 @@ export class CircuitBreaker {
     private readonly failures = 3,
     private readonly minOpenMs = 50,
     private readonly maxOpenMs = 250,
+    /** Told each time the state changes. */
+    private readonly onChange?: (state: BreakerState) => void,
   ) {
     this.openMs = minOpenMs;
   }
@@ -26,6 +28,7 @@ export class CircuitBreaker {
     if (this.consecutiveFailures < this.failures) return true;
     if (this.probing || now < this.openUntil) return false;
     this.probing = true;
+    this.onChange?.('half_open');
     return true;
   }
 
@@ -37,10 +40,11 @@ export class CircuitBreaker {
   /** Where the breaker stands, for health reports. */
   get state(): BreakerState {
     if (!this.open) return 'closed';
-    return this.probing ? 'half-open' : 'open';
+    return this.probing ? 'half_open' : 'open';
   }
 
   success(): void {
+    if (this.onChange !== undefined && this.open) this.onChange('closed');
     this.consecutiveFailures = 0;
     this.openMs = this.minOpenMs;
     this.probing = false;
@@ -51,10 +55,14 @@ export class CircuitBreaker {
       this.probing = false;
       this.openMs = Math.min(this.openMs * 2, this.maxOpenMs);
       this.openUntil = now + this.openMs;
+      this.onChange?.('open');
       return;
     }
     this.consecutiveFailures++;
-    if (this.consecutiveFailures === this.failures) this.openUntil = now + this.openMs;
+    if (this.consecutiveFailures === this.failures) {
+      this.openUntil = now + this.openMs;
+      this.onChange?.('open');
+    }
   }
 
   /**

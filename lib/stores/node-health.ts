@@ -1,4 +1,4 @@
-import { CircuitBreaker } from './circuit-breaker.js';
+import { type BreakerState, CircuitBreaker } from './circuit-breaker.js';
 import { type StoreErrorPolicy } from './store.interface.js';
 
 /** Where outage warnings go: the module passes its Nest `Logger`. */
@@ -21,12 +21,15 @@ const ANSWERS: Record<StoreErrorPolicy, string> = {
   deny: 'denying every request with 503',
 };
 
+/** A change of a server's health: its breaker's new state, or an outage's start or end. */
+export type HealthChange = BreakerState | 'degraded' | 'recovered';
+
 /**
  * What the resilience layer knows of one server (a Cluster master, or the one Redis): its circuit
  * breaker, the answer `onStoreError` chose for it, and its outage if one is going on.
  */
 export class NodeHealth {
-  readonly breaker = new CircuitBreaker();
+  readonly breaker: CircuitBreaker;
   /** The latest decision, in send order, that this node answered. */
   answeredUpTo = 0;
   /** When the current outage began; undefined while the node is healthy. */
@@ -46,7 +49,10 @@ export class NodeHealth {
      * A call's policies with an `onStoreError` of their own may answer otherwise.
      */
     public policy: StoreErrorPolicy,
-  ) {}
+    onChange?: (change: HealthChange) => void,
+  ) {
+    this.breaker = new CircuitBreaker(undefined, undefined, undefined, onChange);
+  }
 }
 
 /**
@@ -68,6 +74,8 @@ export class NodeHealthMap {
   constructor(
     private readonly initialPolicy: StoreErrorPolicy,
     private readonly logger: OutageLogger,
+    /** Told of each change of a server's health (the telemetry). */
+    private readonly onChange?: (change: HealthChange) => void,
   ) {
     this.last = this.create('');
   }
@@ -128,6 +136,7 @@ export class NodeHealthMap {
     health.outageSince = now;
     health.fallbackAnswers = 0;
     this.inOutage.add(health);
+    this.onChange?.('degraded');
     const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     this.logger.warn(
       `The rate-limit store failed${on(health)} (${reason}); ${ANSWERS[health.policy]} until it recovers`,
@@ -145,6 +154,7 @@ export class NodeHealthMap {
     health.lastFailureAt = now;
     health.fallbackAnswers = 0;
     this.inOutage.add(health);
+    this.onChange?.('degraded');
     this.atStart = health;
     this.logger.warn(
       `Redis is unreachable (${reason}); ${ANSWERS[health.policy]} until it connects, then limits are shared through Redis`,
@@ -196,11 +206,12 @@ export class NodeHealthMap {
     health.outageSince = undefined;
     health.healthySince = undefined;
     this.inOutage.delete(health);
+    this.onChange?.('recovered');
   }
 
   private create(node: string): NodeHealth {
     if (this.nodes.size >= MAX_NODES) this.forgetOne();
-    const health = new NodeHealth(node, this.initialPolicy);
+    const health = new NodeHealth(node, this.initialPolicy, this.onChange);
     this.nodes.set(node, health);
     return health;
   }

@@ -11,6 +11,7 @@ import {
   type StoreErrorHandler,
   type StoreErrorPolicy,
 } from './store.interface.js';
+import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 
 export type { OutageLogger } from './node-health.js';
 
@@ -27,6 +28,8 @@ export interface ResilientStoreOptions {
   /** Close the primary store in `close()`. */
   ownsPrimary: boolean;
   logger: OutageLogger;
+  /** Told of each call to the primary store and of each change of its health. */
+  telemetry?: RateLimitTelemetry;
 }
 
 /**
@@ -43,6 +46,7 @@ export class ResilientStore extends ForwardingStore {
   private readonly health: NodeHealthMap;
   /** Numbers decisions in the order they are sent, to tell which a server answered last. */
   private sent = 0;
+  private readonly telemetry: RateLimitTelemetry;
 
   constructor(
     primary: RateLimitStore,
@@ -51,7 +55,12 @@ export class ResilientStore extends ForwardingStore {
     super(primary);
     this.deadlines = new Deadlines(options.timeoutMs);
     const policy = typeof options.onStoreError === 'function' ? 'memory' : options.onStoreError;
-    this.health = new NodeHealthMap(policy, options.logger);
+    const telemetry = (this.telemetry = options.telemetry ?? NO_TELEMETRY);
+    this.health = new NodeHealthMap(
+      policy,
+      options.logger,
+      telemetry.enabled ? (change) => telemetry.storeState(change) : undefined,
+    );
   }
 
   /** The store guarded: Redis, or a custom store. */
@@ -72,7 +81,22 @@ export class ResilientStore extends ForwardingStore {
     if (op === 'refund') return this.guarded(call);
     // The lease is in the primary store and nowhere else: a failure is reported, not answered by
     // the fallback, which knows nothing of it (the holder retries, or the lease expires).
-    return this.deadlines.race(execute(this.inner, call));
+    if (!this.telemetry.enabled) return this.deadlines.race(execute(this.inner, call));
+    return this.timed(call, performance.now(), this.deadlines.race(execute(this.inner, call)));
+  }
+
+  /** Tells the telemetry how long `pending`, a call to the primary store, took. */
+  private timed(call: StoreCall, startedAt: number, pending: Promise<RateLimitDecision>) {
+    return pending.then(
+      (decision) => {
+        this.telemetry.storeCall(call.op, true, startedAt, performance.now());
+        return decision;
+      },
+      (error: unknown) => {
+        this.telemetry.storeCall(call.op, false, startedAt, performance.now());
+        throw error;
+      },
+    );
   }
 
   /** Asks the primary store within the timeout, and answers by `onStoreError` when it fails. */
@@ -97,11 +121,14 @@ export class ResilientStore extends ForwardingStore {
       decision = await this.deadlines.race(pending, this.lateReplyHandler(call));
     } catch (error) {
       const failedAt = performance.now();
+      this.telemetry.storeCall(call.op, false, now, failedAt);
       node.policy = this.choosePolicy(error, node);
       this.health.failed(node, sent, failedAt, error, isMovingSlot(error));
       return this.answer(node, call);
     }
-    this.health.succeeded(node, sent, performance.now());
+    const answeredAt = performance.now();
+    this.telemetry.storeCall(call.op, true, now, answeredAt);
+    this.health.succeeded(node, sent, answeredAt);
     return decision;
   }
 

@@ -5,6 +5,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RateLimitStore, type NodeRedisClient, RedisStore } from '../../lib/index.js';
 import { AppModule } from '../../sample/app.module.js';
+import { startMetrics } from '../../sample/metrics.js';
 import { primaryOf, useRedis } from '../support/stores.js';
 import { stateKeys } from '../support/decision-ids.js';
 
@@ -14,6 +15,7 @@ describe('the sample app', () => {
 
   beforeAll(async () => {
     delete process.env.REDIS_URL;
+    startMetrics();
     const ref = await Test.createTestingModule({ imports: [AppModule] }).compile();
     app = ref.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');
@@ -55,20 +57,44 @@ describe('the sample app', () => {
     for (let i = 0; i < 7; i++) expect((await login('bob', 'open-sesame')).status).toBe(200);
   });
 
-  it('counts those decisions on /metrics through onDecision, without limiting /metrics itself', async () => {
-    const res = await request(app.getHttpServer()).get('/metrics');
+  it('counts those decisions on /metrics through OpenTelemetry, without limiting /metrics itself', async () => {
+    const server = app.getHttpServer();
+    const res = await request(server).get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
-    const count = (handler: string, outcome: string) =>
-      new RegExp(
-        `^rate_limit_decisions_total\\{handler="${handler}",outcome="${outcome}"\\} (\\d+)$`,
-        'm',
-      ).exec(res.text)?.[1];
-    expect(count('HelloController.sayHi', 'allowed')).toBe('2');
-    expect(count('HelloController.sayHi', 'limited')).toBe('1');
-    expect(count('ItemsController.findOne', 'allowed')).toBe('10');
-    expect(count('ItemsController.findOne', 'limited')).toBe('1');
-    expect(res.text).not.toMatch(/MetricsController/);
+    expect(res.text).toMatch(/^# TYPE rate_limit_decisions_total counter$/m);
+    // Every series of one route and outcome, summed over the other labels.
+    const count = (route: string, outcome: string) =>
+      res.text
+        .split('\n')
+        .filter(
+          (line) =>
+            line.startsWith('rate_limit_decisions_total{') &&
+            line.includes(`rate_limit_route="${route}"`) &&
+            line.includes(`rate_limit_outcome="${outcome}"`),
+        )
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    expect(count('GET /hello/sayHi', 'allowed')).toBe(2);
+    expect(count('GET /hello/sayHi', 'limited')).toBe(1);
+    expect(count('GET /items/:id', 'allowed')).toBe(10);
+    expect(count('GET /items/:id', 'limited')).toBe(1);
+    expect(count('GET /items', 'limited')).toBe(1);
+    expect(count('POST /auth/login', 'allowed')).toBe(12);
+    expect(count('POST /auth/login', 'limited')).toBe(2);
+    expect(res.text).toMatch(
+      /^rate_limit_decisions_total\{rate_limit_route="GET \/hello\/sayHi",rate_limit_policy="[^"]+",rate_limit_algorithm="sliding-window",rate_limit_store="memory",rate_limit_outcome="limited"(,[^}]*)?\} 1$/m,
+    );
+    // The second of two, the tenth of ten, the fifth of five left under a tenth of the limit.
+    expect(res.text).toMatch(/^# TYPE rate_limit_near_limit_total counter$/m);
+    for (const route of ['GET /hello/sayHi', 'GET /items/:id', 'POST /auth/login']) {
+      expect(res.text).toMatch(
+        new RegExp(`^rate_limit_near_limit_total\\{rate_limit_route="${route}",.*\\} 1$`, 'm'),
+      );
+    }
+    expect(res.text).not.toMatch(/metrics"|\/metrics/);
+    // Scraping again counts nothing: /metrics itself is not limited.
+    const again = await request(server).get('/metrics');
+    expect(again.text).not.toMatch(/\/metrics/);
   });
   it('runs two exports at once per client, and frees both leases when they finish', async () => {
     const server = app.getHttpServer();

@@ -1,0 +1,283 @@
+/**
+ * What telemetry costs a decision: `RateLimitService.consume` on the memory store, where nothing
+ * hides the cost, with telemetry off, with `@opentelemetry/api` but no SDK, with the metrics SDK
+ * and a reader, and with that SDK inside a sampled span (the decision becomes a span event).
+ */
+import 'reflect-metadata';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Test } from '@nestjs/testing';
+import {
+  type Context,
+  type ContextManager,
+  context,
+  metrics,
+  ROOT_CONTEXT,
+  trace,
+} from '@opentelemetry/api';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { RATE_LIMIT_TELEMETRY } from '../../lib/rate-limit.constants.js';
+import { type RateLimitTelemetry } from '../../lib/telemetry/rate-limit-telemetry.js';
+import {
+  type RateLimitDecision,
+  type RateLimitModuleOptions,
+  RateLimitModule,
+  type RateLimitPolicy,
+  RateLimitService,
+} from '../../lib/index.js';
+import { progress } from './bench-context.js';
+import { median } from './closed-loop.js';
+import { integer, ratio, table } from './markdown.js';
+
+const KEYS = 10_000;
+const ROUNDS = 5;
+const WARMUP = 20_000;
+const POLICY: RateLimitPolicy = { algorithm: 'fixed-window', period: 60, threshold: 1_000_000 };
+
+export type TelemetryRowId = 'off' | 'api' | 'sdk' | 'traced-off' | 'traced';
+
+const LABELS: Record<TelemetryRowId, string> = {
+  off: 'telemetry: false',
+  api: '@opentelemetry/api, no SDK registered',
+  sdk: 'metrics SDK with a reader',
+  'traced-off': 'telemetry: false, inside a sampled span',
+  traced: 'metrics SDK, inside a sampled span',
+};
+
+/** Median ops/s per row and, per row, the median of its ratio to `off` within each round. */
+export interface TelemetryComparison {
+  readonly perSecond: ReadonlyMap<TelemetryRowId, number>;
+  readonly vsOff: ReadonlyMap<TelemetryRowId, number>;
+  readonly calls: number;
+  /** Per row, the median ns a route's `decided()` call takes, the store left out. */
+  readonly recordNs: ReadonlyMap<TelemetryRowId, number>;
+  /** Per row, the median ns a `storeCall()` (a Redis call timed) takes. */
+  readonly storeCallNs: ReadonlyMap<TelemetryRowId, number>;
+}
+
+/** The context manager Node's SDK registers, so that a span stays active across awaits. */
+class AsyncLocalContextManager implements ContextManager {
+  private readonly storage = new AsyncLocalStorage<Context>();
+  active = () => this.storage.getStore() ?? ROOT_CONTEXT;
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
+    return this.storage.run(ctx, () => fn.apply(thisArg, args));
+  }
+  bind = <T>(_ctx: Context, target: T): T => target;
+  enable = () => this;
+  disable = () => this;
+}
+
+class CollectingReader extends MetricReader {
+  protected onShutdown = () => Promise.resolve();
+  protected onForceFlush = () => Promise.resolve();
+}
+
+async function startService(options: RateLimitModuleOptions) {
+  const moduleRef = await Test.createTestingModule({
+    imports: [RateLimitModule.forRoot(options)],
+  }).compile();
+  const app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
+  await app.init();
+  const telemetry = app.get<RateLimitTelemetry>(RATE_LIMIT_TELEMETRY);
+  return { app, service: app.get(RateLimitService), telemetry };
+}
+
+const RECORDS = 1_000_000;
+
+/**
+ * The telemetry's own part of a route's decision, alone: `decided()` as the guard calls it,
+ * a tight loop of RECORDS calls on one decision, in ns per call.
+ */
+async function recordCost(
+  telemetry: RateLimitTelemetry,
+  decision: RateLimitDecision,
+  spans: InMemorySpanExporter,
+) {
+  let started = performance.now();
+  for (let i = 0; i < RECORDS; i++) {
+    telemetry.decided('GET /items/:id', decision, false, 'attributes');
+  }
+  const decided = ((performance.now() - started) * 1e6) / RECORDS;
+  // In chunks, between which the exporter takes the child spans made under a span and lets go
+  // of them; only the chunks are timed.
+  let elapsed = 0;
+  for (let chunk = 0; chunk < RECORDS; chunk += 10_000) {
+    started = performance.now();
+    for (let i = 0; i < 10_000; i++) telemetry.storeCall('consume', true, started, started + 0.2);
+    elapsed += performance.now() - started;
+    await new Promise((resolve) => setImmediate(resolve));
+    spans.reset();
+  }
+  const storeCall = (elapsed * 1e6) / RECORDS;
+  return { decided, storeCall };
+}
+
+export async function telemetryOnMemory(quick: boolean): Promise<TelemetryComparison> {
+  const calls = quick ? 20_000 : 200_000;
+  const keys = Array.from({ length: KEYS }, (_, k) => `user:${k}`);
+  metrics.disable();
+  const off = await startService({ telemetry: false });
+  const api = await startService({});
+  // Registered only now: the rows above took their meter while none was.
+  const reader = new CollectingReader();
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  metrics.setGlobalMeterProvider(meterProvider);
+  const sdk = await startService({});
+  const spans = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(spans)],
+  });
+  const contextManager = new AsyncLocalContextManager();
+  const services: Record<TelemetryRowId, RateLimitService> = {
+    off: off.service,
+    api: api.service,
+    sdk: sdk.service,
+    'traced-off': off.service,
+    traced: sdk.service,
+  };
+  const loop = async (id: TelemetryRowId, n: number) => {
+    const service = services[id];
+    const once = async () => {
+      const started = performance.now();
+      for (let i = 0; i < n; i++) {
+        if (!(await service.consume(keys[i % KEYS], POLICY)).allowed) throw new Error('rejected');
+      }
+      return n / ((performance.now() - started) / 1000);
+    };
+    if (id !== 'traced' && id !== 'traced-off') return once();
+    // Tracing is registered for this row alone: the others run as an app without it does.
+    trace.setGlobalTracerProvider(tracerProvider);
+    context.setGlobalContextManager(contextManager);
+    // One span around the loop: every decision in it is recorded on that span.
+    try {
+      return await trace.getTracer('bench').startActiveSpan('bench', async (span) => {
+        try {
+          return await once();
+        } finally {
+          span.end();
+          spans.reset();
+        }
+      });
+    } finally {
+      trace.disable();
+      context.disable();
+    }
+  };
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const ids: TelemetryRowId[] = ['off', 'api', 'sdk', 'traced-off', 'traced'];
+  const runs = new Map<TelemetryRowId, number[]>(ids.map((id) => [id, []]));
+  const records = new Map<TelemetryRowId, number[]>(ids.map((id) => [id, []]));
+  const storeCalls = new Map<TelemetryRowId, number[]>(ids.map((id) => [id, []]));
+  const telemetries: Record<TelemetryRowId, RateLimitTelemetry> = {
+    off: off.telemetry,
+    api: api.telemetry,
+    sdk: sdk.telemetry,
+    'traced-off': off.telemetry,
+    traced: sdk.telemetry,
+  };
+  const decision = await off.service.consume('record', POLICY);
+  const record = async (id: TelemetryRowId) => {
+    if (id !== 'traced' && id !== 'traced-off') return recordCost(telemetries[id], decision, spans);
+    trace.setGlobalTracerProvider(tracerProvider);
+    context.setGlobalContextManager(contextManager);
+    try {
+      return await trace.getTracer('bench').startActiveSpan('bench', async (span) => {
+        try {
+          return await recordCost(telemetries[id], decision, spans);
+        } finally {
+          span.end();
+          spans.reset();
+        }
+      });
+    } finally {
+      trace.disable();
+      context.disable();
+    }
+  };
+  try {
+    for (const id of ids) await loop(id, WARMUP);
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotated, so that no row always runs first or last.
+      for (const id of ids.map((_, k) => ids[(k + round) % ids.length])) {
+        gc?.();
+        const perSecond = await loop(id, calls);
+        runs.get(id)!.push(perSecond);
+        const cost = await record(id);
+        records.get(id)!.push(cost.decided);
+        storeCalls.get(id)!.push(cost.storeCall);
+        progress('decisions', `telemetry ${id} round ${round + 1}: ${integer(perSecond)}/s`);
+      }
+    }
+  } finally {
+    for (const { app } of [off, api, sdk]) await app.close();
+    metrics.disable();
+    await meterProvider.shutdown();
+    await tracerProvider.shutdown();
+  }
+  const offRuns = runs.get('off')!;
+  return {
+    calls,
+    perSecond: new Map(ids.map((id) => [id, median(runs.get(id)!)])),
+    vsOff: new Map(ids.map((id) => [id, median(runs.get(id)!.map((v, k) => v / offRuns[k]))])),
+    recordNs: new Map(ids.map((id) => [id, median(records.get(id)!)])),
+    storeCallNs: new Map(ids.map((id) => [id, median(storeCalls.get(id)!)])),
+  };
+}
+
+/** The table of the decisions section that shows what telemetry costs. */
+export function renderTelemetry(c: TelemetryComparison): string {
+  const ids: TelemetryRowId[] = ['off', 'api', 'sdk', 'traced-off', 'traced'];
+  const offUs = 1e6 / c.perSecond.get('off')!;
+  return [
+    '### Telemetry',
+    '',
+    table(
+      [
+        'telemetry',
+        'ops/s',
+        'vs off',
+        'µs per decision',
+        'added µs',
+        'decided() ns',
+        'storeCall() ns',
+      ],
+      ids.map((id) => {
+        const us = 1e6 / c.perSecond.get(id)!;
+        return [
+          LABELS[id],
+          integer(c.perSecond.get(id)!),
+          ratio(c.vsOff.get(id)!),
+          us.toFixed(2),
+          id === 'off' ? '–' : (us - offUs).toFixed(2),
+          c.recordNs.get(id)!.toFixed(0),
+          c.storeCallNs.get(id)!.toFixed(0),
+        ];
+      }),
+    ),
+    '',
+    `\`RateLimitService.consume\` on the memory store (\`RateLimitModule.forRoot({})\`, no Redis), ` +
+      `one call at a time, ${integer(c.calls)} calls over ${integer(KEYS)} keys per run, ` +
+      `${ROUNDS} rounds in rotated order after ${integer(WARMUP)} warm-up calls each, a garbage ` +
+      'collection before each run. Three apps in one process: `telemetry: false`; the default ' +
+      'with no MeterProvider registered; the default with the metrics SDK (`MeterProvider` and a ' +
+      'reader, never collected). "inside a sampled ' +
+      'span" runs the SDK app under an active recording span, a tracer provider and an ' +
+      'AsyncLocalStorage context manager registered for that row only (in-memory exporter), so ' +
+      'each decision is also an event on the span; "telemetry: false, inside a sampled span" is ' +
+      'the same without telemetry, what the context manager costs by itself. "decided() ns" ' +
+      `is the telemetry's own part alone, without the store: ${integer(RECORDS)} calls of the ` +
+      "guard's `decided()` on one decision after each run, the median of the rounds (under a " +
+      'span, the decision is set as its attributes each time); "storeCall() ns" likewise for ' +
+      'timing one call to Redis (a histogram record, and under a span a child span). "vs off" is the median of ' +
+      'the ratios within each round.',
+  ].join('\n');
+}
