@@ -5,6 +5,8 @@ export { RateLimitInterceptor } from './route/rate-limit.interceptor.js';
 export { RateLimitService } from './service/rate-limit.service.js';
 export { type AcquireOptions, type ConsumeOptions } from './service/service-options.js';
 export { type RateLimitPermit } from './service/permit.js';
+export { type OverrideLimit, type OverrideOptions } from './overrides/overridden-policy.js';
+export { type OverrideInForce } from './overrides/override-commands.js';
 export {
   RateLimitException,
   GraphQLRateLimitError,

@@ -3,6 +3,7 @@ import { type RedisOptions } from 'ioredis';
 import { type RedisClient } from '../stores/redis/redis-client.js';
 import { type HeaderMode } from '../transports/http-headers.js';
 import { type FieldList } from '../policy/known-fields.js';
+import { type Duration } from '../policy/rate-limit.policy.js';
 import {
   type Clock,
   type RateLimitDecision,
@@ -151,6 +152,17 @@ export interface RateLimitModuleOptions {
    * Default `false`.
    */
   shadow?: boolean;
+  /**
+   * How often each instance reads the limit overrides (`RateLimitService.override`) again, besides
+   * when it is told of a change: the longest an instance that missed a change notice keeps the
+   * old limits. A number means seconds. Default `'5s'`; at least `'100ms'`.
+   *
+   * @example
+   * ```ts
+   * RateLimitModule.forRoot({ redis: process.env.REDIS_URL, overrideRefresh: '2s' });
+   * ```
+   */
+  overrideRefresh?: Duration;
 }
 
 /**
@@ -176,6 +188,7 @@ export const MODULE_OPTION_FIELDS = {
   maxMemoryBytes: true,
   maxMemoryKeys: true,
   shadow: true,
+  overrideRefresh: true,
 } as const satisfies FieldList<RateLimitModuleOptions>;
 
 /** `forRoot()` options: the module options plus whether the guard is global. */
@@ -228,4 +241,5 @@ export interface ResolvedRateLimitOptions {
   readonly onLimited: DecisionHook | undefined;
   readonly skipIf: RateLimitModuleOptions['skipIf'];
   readonly shadow: boolean;
+  readonly overrideRefreshMs: number;
 }

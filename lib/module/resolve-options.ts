@@ -1,4 +1,4 @@
-import { configError } from '../policy/validation.js';
+import { configError, parseDuration } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { STORE_ERROR_POLICIES } from '../policy/rate-limit.policy.js';
 import { defaultMemoryBudget, heapLimitBytes } from '../stores/memory/memory-size.js';
@@ -13,6 +13,7 @@ export const DEFAULT_KEY_PREFIX = 'rate-limit';
 export const DEFAULT_TIMEOUT_MS = 100;
 export const DEFAULT_FUNCTION_TIMEOUT_MS = 1000;
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
+export const DEFAULT_OVERRIDE_REFRESH_MS = 5000;
 
 // What a factory returns is the module options alone; forRoot() has taken globalGuard out already.
 const MODULE_FIELDS = knownFields(MODULE_OPTION_FIELDS, {
@@ -74,6 +75,14 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
   }
   const shadow = raw.shadow ?? false;
   if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
+  const overrideRefreshMs = parseDuration(
+    raw.overrideRefresh ?? DEFAULT_OVERRIDE_REFRESH_MS / 1000,
+    'overrideRefresh',
+    where,
+  );
+  if (overrideRefreshMs < 100) {
+    throw configError(where, 'overrideRefresh', raw.overrideRefresh, "at least '100ms'");
+  }
   const heapLimit = heapLimitBytes();
   const maxMemoryBytes = raw.maxMemoryBytes ?? defaultMemoryBudget();
   if (!isWholeIn(maxMemoryBytes, 1, heapLimit)) {
@@ -100,6 +109,7 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     onLimited: raw.onLimited,
     skipIf: raw.skipIf,
     shadow,
+    overrideRefreshMs,
   });
 }
 

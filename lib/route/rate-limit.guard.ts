@@ -20,6 +20,7 @@ import { decideRoute } from './route-decision.js';
 import { type RouteCall, type RouteFeatures, RoutePlans } from './route-plan.js';
 import { Settlement } from './settlement.js';
 import { UserFunctionBounds } from './user-functions.js';
+import { OverrideRegistry } from '../overrides/override-registry.js';
 
 /**
  * Applies `@RateLimit` policies on every transport: HTTP (Express, Fastify), GraphQL resolvers,
@@ -50,12 +51,13 @@ export class RateLimitGuard implements CanActivate {
     private readonly leases: LeaseKeeper,
     @Inject(RATE_LIMIT_MEMORY_STORE) memory: RateLimitStore,
     pending: PendingOutcomes,
+    overrides: OverrideRegistry,
   ) {
     this.plans = new RoutePlans(reflector, options.shadow);
     this.hooks = new DecisionHooks(options);
     const logger = new Logger('RateLimit');
     this.bounds = new UserFunctionBounds(options, memory, logger);
-    this.limits = new RequestLimits(options, this.bounds, logger);
+    this.limits = new RequestLimits(options, this.bounds, logger, overrides);
     this.answer = new RouteAnswer(this.hooks, options.headers, options.errorMessage);
     this.settlement = new Settlement(leases, pending);
   }

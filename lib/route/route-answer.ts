@@ -36,8 +36,9 @@ export class RouteAnswer {
       return this.turnAway(call, { ...rejection, decision: shown }, decision);
     }
     const { context, transport, plan } = call;
+    // The plan's own header only for the plan's own policies: an override changes the values.
     const header =
-      shown === decision && plan.policyHeader !== undefined
+      policies === plan.policies && plan.policyHeader !== undefined
         ? plan.policyHeader
         : policyHeader(policies);
     transport.report(context, this.headers, header, shown);
