@@ -1,3 +1,4 @@
+import { type ChannelSubscription, type SubscriptionHandlers } from './channel-subscription.js';
 import { type DecisionScript } from './scripts.js';
 
 /** Script arguments as the store builds them. */
@@ -60,6 +61,11 @@ export interface ScriptClient {
    * `host:port`, or '' while the map does not know. Absent on a single-server client.
    */
   readonly nodeOf?: (key: string) => string;
+  /**
+   * Subscribes to `channel` on a connection of its own, made in the background. Absent where the
+   * client cannot open one (a GLIDE client takes its subscriptions when it is created).
+   */
+  readonly subscribe?: (channel: string, handlers: SubscriptionHandlers) => ChannelSubscription;
 }
 
 /** Whether a Redis error reply says the server does not hold the script. */
