@@ -14,7 +14,7 @@ import { type RateLimitStore } from '../stores/store.interface.js';
 import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js';
 import { MemoryOverrideSource } from '../overrides/memory-override-source.js';
 import { type OverrideSource } from '../overrides/override-source.js';
-import { redisOverrideSource } from '../overrides/override-sources.js';
+import { RedisOverrideSource } from '../overrides/redis-override-source.js';
 
 /** The active store, its link to Redis if any, and what the module does with them. */
 export interface StoreHandle {
@@ -111,7 +111,7 @@ export function createStore(
         await active.close?.();
         await link.close();
       },
-      overrides: () => redisOverrideSource({ store: primary, keyPrefix: options.keyPrefix, clock }),
+      overrides: () => RedisOverrideSource.forStore(primary, options.keyPrefix),
     };
   };
 
