@@ -96,7 +96,7 @@ describe.each<[ClientKind, ClientKind]>([
 
     const admin = new Redis(redis().url);
     try {
-      const killed = await admin.client('KILL', 'TYPE', 'pubsub');
+      const killed = await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
       expect(Number(killed)).toBeGreaterThanOrEqual(2);
       await a.service.override('api', { threshold: 9 });
       await converges(b.limit, randomUUID(), 9, REFRESH_MS + NOTICE_MS);
