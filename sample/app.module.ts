@@ -1,6 +1,7 @@
 import { Logger, Module } from '@nestjs/common';
 import { RateLimitModule, type RedisConnection } from 'nest-rate-limit';
 import { createClient } from 'redis';
+import { AdminLimitsController } from './admin-limits.controller.js';
 import { AuthController } from './auth.controller.js';
 import { ExportsController } from './exports.controller.js';
 import { HelloController } from './hello.controller.js';
@@ -67,6 +68,7 @@ async function glideClient(url: string): Promise<RedisConnection> {
     ExportsController,
     QuotesController,
     MetricsController,
+    AdminLimitsController,
   ],
   providers: [PartnerQuotes],
 })

@@ -2,6 +2,7 @@ import { type DiscoveryService, type MetadataScanner } from '@nestjs/core';
 import { type Algorithm } from '../algorithms/algorithm.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { configError } from '../policy/validation.js';
+import { nearestField } from '../policy/known-fields.js';
 import { RATE_LIMIT_POLICY } from '../rate-limit.constants.js';
 import { type PolicyTemplate } from '../route/policy-template.js';
 
@@ -51,15 +52,15 @@ export class KnownPolicies {
     return this.byName.get(name);
   }
 
-  /** The error for a name no known policy has, listing the closest known ones. */
+  /** The error for a name no known policy has, listing the known ones and the closest. */
   unknown(name: unknown, where: string): Error {
     const names = [...this.byName.keys()].sort();
     if (names.length === 0) {
       return configError(where, 'policyName', name, 'the name of a policy, and none is known yet');
     }
-    const close = typeof name === 'string' ? names.filter((known) => isClose(name, known)) : [];
+    const close = typeof name === 'string' ? nearestField(name, names) : undefined;
     const shown = names.slice(0, SHOWN).join(', ') + (names.length > SHOWN ? ', …' : '');
-    const hint = close.length > 0 ? `did you mean ${close.join(' or ')}? ` : '';
+    const hint = close !== undefined ? `did you mean "${close}"? ` : '';
     return configError(
       where,
       'policyName',
@@ -87,21 +88,4 @@ export class KnownPolicies {
     );
     if (!seen && list.length < MAX_PER_NAME) list.push(policy);
   }
-}
-
-/** A likely typo: one name inside the other, or at most two edits apart. */
-function isClose(a: string, b: string): boolean {
-  const [x, y] = [a.toLowerCase(), b.toLowerCase()];
-  if (x.includes(y) || y.includes(x)) return true;
-  if (Math.abs(x.length - y.length) > 2) return false;
-  let previous = Array.from({ length: y.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= x.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= y.length; j++) {
-      const cost = x[i - 1] === y[j - 1] ? 0 : 1;
-      row[j] = Math.min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + cost);
-    }
-    previous = row;
-  }
-  return previous[y.length] <= 2;
 }

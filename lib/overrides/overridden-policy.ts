@@ -1,6 +1,7 @@
 import { algorithmOf, REGISTRY } from '../algorithms/registry.js';
 import { type Duration, MAX_BUCKET_US, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { checkCount, configError, parseDuration } from '../policy/validation.js';
+import { checkFields, type FieldList, knownFields } from '../policy/known-fields.js';
 import { type LimitOverride, type OverrideWrite } from './override-source.js';
 
 /** The limit `RateLimitService.override` puts in place of a policy's own. */
@@ -27,6 +28,15 @@ export interface OverrideOptions {
 }
 
 const TAKERS = REGISTRY.filter((e) => e.takesBurst).map((e) => e.name);
+const LIMIT_FIELDS = knownFields({
+  threshold: true,
+  period: true,
+  burst: true,
+} as const satisfies FieldList<OverrideLimit>);
+const OPTION_FIELDS = knownFields({
+  tracker: true,
+  ttl: true,
+} as const satisfies FieldList<OverrideOptions>);
 
 /** Checks what `override` was given, each field on its own, into what a source stores. */
 export function checkOverride(
@@ -37,6 +47,13 @@ export function checkOverride(
 ): OverrideWrite {
   if (limit === null || typeof limit !== 'object') {
     throw configError(where, 'limit', limit, 'an object like { threshold: 100 }');
+  }
+  checkFields(limit, LIMIT_FIELDS, where);
+  if (options !== undefined) {
+    if (options === null || typeof options !== 'object') {
+      throw configError(where, 'options', options, "an object like { ttl: '1h' }");
+    }
+    checkFields(options, OPTION_FIELDS, where);
   }
   const threshold = checkCount(limit.threshold, 'threshold', where);
   const periodMs =

@@ -163,7 +163,7 @@ describe.each(STORE_KINDS)('limit overrides over HTTP on the %s store', (kind: S
     };
     const typo = await refusal(() => service.override('apu', { threshold: 5 }));
     expect(typo).toMatch(/^RateLimitService\.override: policyName must be/);
-    expect(typo).toMatch(/did you mean api\?/);
+    expect(typo).toMatch(/did you mean "api"\?/);
     expect(typo).toMatch(/known: api, dynamic, per-customer, untouched/);
     expect(typo).toMatch(/got "apu"$/);
 
@@ -183,6 +183,14 @@ describe.each(STORE_KINDS)('limit overrides over HTTP on the %s store', (kind: S
     expect(await refusal(() => service.override('api', { threshold: 2, burst: 4 }))).toMatch(
       /burst must be omitted for sliding-window \(only token-bucket and leaky-bucket take it\)/,
     );
+    expect(await refusal(() => service.override('api', { treshold: 2 } as never))).toMatch(
+      /unknown field "treshold" \(did you mean "threshold"\?\)/,
+    );
+    expect(
+      await refusal(() =>
+        service.override('api', { threshold: 2 }, { ttl: '1h', for: 'x' } as never),
+      ),
+    ).toMatch(/RateLimitService\.override: unknown field "for"/);
     // Nothing was stored by any of them.
     expect(await service.overrides()).toEqual([]);
   });
