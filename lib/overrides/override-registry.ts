@@ -44,6 +44,13 @@ export class OverrideRegistry {
   private failing = false;
   private closed = false;
   private readonly warnedPolicies = new WeakSet<ResolvedPolicy>();
+  /** Bumped on every listing installed: what was applied before may differ now. */
+  private version = 0;
+  /** Per policy list that lives on (a route's fixed policies, the service's), what it became. */
+  private readonly applied = new WeakMap<
+    readonly ResolvedPolicy[],
+    { readonly version: number; readonly policies: readonly ResolvedPolicy[] }
+  >();
 
   constructor(
     readonly source: OverrideSource,
@@ -99,8 +106,24 @@ export class OverrideRegistry {
    * `policies` with those that have an override replaced; the same array when none has one.
    * `parts` is each policy's tracker as a key part (one string for all), when
    * {@link wantsTrackers} said so: one tracker's override wins over the one for every tracker.
+   * With `lasting` (the same list comes again on later calls) and no tracker involved, the
+   * result is kept until the next change: frozen, so that what shows it can keep its rendering.
    */
   apply(
+    policies: readonly ResolvedPolicy[],
+    parts: readonly string[] | string | undefined,
+    lasting: boolean,
+  ): readonly ResolvedPolicy[] {
+    if (!lasting || parts !== undefined) return this.replaced(policies, parts);
+    const kept = this.applied.get(policies);
+    if (kept !== undefined && kept.version === this.version) return kept.policies;
+    const result = this.replaced(policies, undefined);
+    if (result !== policies) Object.freeze(result);
+    this.applied.set(policies, { version: this.version, policies: result });
+    return result;
+  }
+
+  private replaced(
     policies: readonly ResolvedPolicy[],
     parts: readonly string[] | string | undefined,
   ): readonly ResolvedPolicy[] {
@@ -197,6 +220,7 @@ export class OverrideRegistry {
     }
     this.byName = byName;
     this.size = entries.length;
+    this.version++;
     clearTimeout(this.expiryTimer);
     this.expiryTimer = undefined;
     if (soonest !== Infinity) {

@@ -41,25 +41,20 @@ export class RequestLimits {
     const costs =
       plan.costs ??
       (await Promise.all(plan.templates.map((t) => resolveCost(t, context, bound, plan.where))));
-    if (this.overrides.size !== 0) return this.overridden(call, policies, costs);
-    let keys = this.keysOf(call, policies, undefined);
+    const overrides = this.overrides;
+    const parts =
+      overrides.size !== 0 && overrides.wantsTrackers(policies)
+        ? new Array<string>(policies.length)
+        : undefined;
+    let keys = this.keysOf(call, policies, parts);
     if (!Array.isArray(keys)) keys = await keys;
-    return { keys, policies, costs };
-  }
-
-  /**
-   * Limits where some override is in force: keys from the policies as declared (an override
-   * keeps the id, and so the key), then the overrides in place of their values.
-   */
-  private async overridden(
-    call: RouteCall,
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-  ): Promise<Limits> {
-    const registry = this.overrides;
-    const parts = registry.wantsTrackers(policies) ? new Array<string>(policies.length) : undefined;
-    const keys = await this.keysOf(call, policies, parts);
-    return { keys, policies: registry.apply(policies, parts), costs };
+    // Keys from the policies as declared: an override keeps the id, and so the key.
+    if (overrides.size === 0) return { keys, policies, costs };
+    return {
+      keys,
+      policies: overrides.apply(policies, parts, policies === plan.policies),
+      costs,
+    };
   }
 
   private keysOf(

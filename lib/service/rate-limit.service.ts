@@ -302,7 +302,7 @@ export class RateLimitService {
     // Keys first: an overridden policy keeps its id, so its key and the usage it holds stay.
     if (registry.size !== 0) {
       const part = registry.wantsTrackers(policies) ? encodeKeyPart(key) : undefined;
-      policies = registry.apply(policies, part);
+      policies = registry.apply(policies, part, true);
     }
     return { keys, policies, costs: cost === undefined ? costs : policies.map(() => cost) };
   }

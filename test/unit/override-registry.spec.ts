@@ -85,7 +85,7 @@ describe('OverrideRegistry', () => {
     await r.start(1000);
     expect(r.size).toBe(0);
     const policies = [API, OTHER];
-    expect(r.apply(policies, undefined)).toBe(policies);
+    expect(r.apply(policies, undefined, false)).toBe(policies);
   });
 
   it('replaces a named policy with the same id, name and code, built once per change', async () => {
@@ -95,7 +95,7 @@ describe('OverrideRegistry', () => {
     await source.set({ policy: 'api', limit: { threshold: 7, periodMs: 5000 } });
     await r.reload();
     const policies = [API, OTHER];
-    const applied = r.apply(policies, undefined);
+    const applied = r.apply(policies, undefined, false);
     expect(applied).not.toBe(policies);
     expect(applied[1]).toBe(OTHER);
     expect(applied[0]).toEqual({
@@ -106,14 +106,36 @@ describe('OverrideRegistry', () => {
       periodUs: 5_000_000,
     });
     expect(Object.isFrozen(applied[0])).toBe(true);
-    expect(r.apply([API], undefined)[0]).toBe(applied[0]);
+    expect(r.apply([API], undefined, false)[0]).toBe(applied[0]);
     // Listed again unchanged: still the same object.
     await r.reload();
-    expect(r.apply([API], undefined)[0]).toBe(applied[0]);
+    expect(r.apply([API], undefined, false)[0]).toBe(applied[0]);
     // Changed: built anew.
     await source.set({ policy: 'api', limit: { threshold: 8 } });
     await r.reload();
-    expect(r.apply([API], undefined)[0]).toMatchObject({ threshold: 8, periodMs: 60_000 });
+    expect(r.apply([API], undefined, false)[0]).toMatchObject({ threshold: 8, periodMs: 60_000 });
+  });
+
+  it('keeps what a lasting list became until the next change, frozen', async () => {
+    const source = new ProbeSource();
+    const r = registry(source);
+    await r.start(1000);
+    const policies = [API, OTHER];
+    expect(r.apply(policies, undefined, true)).toBe(policies);
+    await source.set({ policy: 'api', limit: { threshold: 7 } });
+    await r.reload();
+    const applied = r.apply(policies, undefined, true);
+    expect(applied.map((p) => p.threshold)).toEqual([7, 3]);
+    expect(Object.isFrozen(applied)).toBe(true);
+    expect(r.apply(policies, undefined, true)).toBe(applied);
+    // A list made per call is never kept.
+    expect(r.apply(policies, undefined, false)).not.toBe(applied);
+    await source.set({ policy: 'api', limit: { threshold: 8 } });
+    await r.reload();
+    expect(r.apply(policies, undefined, true).map((p) => p.threshold)).toEqual([8, 3]);
+    await source.clear('api');
+    await r.reload();
+    expect(r.apply(policies, undefined, true)).toBe(policies);
   });
 
   it("prefers one tracker's override to everyone's, matching the module's and a policy's own tracker", async () => {
@@ -125,12 +147,14 @@ describe('OverrideRegistry', () => {
     await r.reload();
     expect(r.wantsTrackers([OTHER])).toBe(false);
     expect(r.wantsTrackers([OTHER, API])).toBe(true);
-    const threshold = (part: string) => r.apply([API], part)[0].threshold;
+    const threshold = (part: string) => r.apply([API], part, false)[0].threshold;
     expect(threshold(encodeKeyPart('acme'))).toBe(50);
     expect(threshold(policyTrackerPart('acme', 'test')!)).toBe(50);
     expect(threshold(encodeKeyPart('globex'))).toBe(1);
     expect(
-      r.apply([API, API], [encodeKeyPart('x'), encodeKeyPart('acme')]).map((p) => p.threshold),
+      r
+        .apply([API, API], [encodeKeyPart('x'), encodeKeyPart('acme')], false)
+        .map((p) => p.threshold),
     ).toEqual([1, 50]);
   });
 
@@ -140,10 +164,10 @@ describe('OverrideRegistry', () => {
     await r.start(1000);
     await source.set({ policy: 'bucket', limit: { threshold: 20 } });
     await r.reload();
-    expect(r.apply([BUCKET], undefined)[0]).toMatchObject({ threshold: 20, burst: 4 });
+    expect(r.apply([BUCKET], undefined, false)[0]).toMatchObject({ threshold: 20, burst: 4 });
     await source.set({ policy: 'bucket', limit: { threshold: 20, burst: 9 } });
     await r.reload();
-    expect(r.apply([BUCKET], undefined)[0]).toMatchObject({ threshold: 20, burst: 9 });
+    expect(r.apply([BUCKET], undefined, false)[0]).toMatchObject({ threshold: 20, burst: 9 });
   });
 
   it('leaves a policy its own limit, with one warning, when the override does not fit it', async () => {
@@ -152,8 +176,8 @@ describe('OverrideRegistry', () => {
     await r.start(1000);
     await source.set({ policy: 'bucket', limit: { threshold: 1, periodMs: 3.6e9, burst: 1e6 } });
     await r.reload();
-    expect(r.apply([BUCKET], undefined)[0]).toBe(BUCKET);
-    expect(r.apply([BUCKET], undefined)[0]).toBe(BUCKET);
+    expect(r.apply([BUCKET], undefined, false)[0]).toBe(BUCKET);
+    expect(r.apply([BUCKET], undefined, false)[0]).toBe(BUCKET);
     expect(logs).toEqual([expect.stringMatching(/override of policy "bucket" does not fit/)]);
   });
 
@@ -204,7 +228,7 @@ describe('OverrideRegistry', () => {
     await r.reload();
     await r.reload();
     expect(r.size).toBe(1);
-    expect(r.apply([API], undefined)[0].threshold).toBe(7);
+    expect(r.apply([API], undefined, false)[0].threshold).toBe(7);
     expect(logs).toEqual([
       expect.stringMatching(/Could not read the limit overrides \(no route to host\)/),
     ]);
