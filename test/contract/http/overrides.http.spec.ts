@@ -16,7 +16,7 @@ import { STORE_KINDS, type StoreKind, useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import { uniquePrefix, uniqueUser } from './fixtures/app.js';
 import { startHttpApp, USER_HEADER } from './fixtures/http-app.js';
-import { OverrideController } from './fixtures/override-controllers.js';
+import { ClassLimitController, OverrideController } from './fixtures/override-controllers.js';
 import { limitOf, policiesOf, type Response, statusesOf } from './fixtures/policy-app.js';
 
 describe.each(STORE_KINDS)('limit overrides over HTTP on the %s store', (kind: StoreKind) => {
@@ -32,7 +32,7 @@ describe.each(STORE_KINDS)('limit overrides over HTTP on the %s store', (kind: S
           ...options,
         }),
       ],
-      controllers: [OverrideController],
+      controllers: [OverrideController, ClassLimitController],
     });
     apps.push(app);
     const service = app.get(RateLimitService);
@@ -114,6 +114,28 @@ describe.each(STORE_KINDS)('limit overrides over HTTP on the %s store', (kind: S
     expect(statusesOf(globex)).toEqual([200, 200, 429]);
   });
 
+  it("matches each policy's tracker on a route where they differ, and on a budget shared across the app", async () => {
+    const { service, series, get } = await start();
+    const user = uniqueUser();
+    await service.override('mixed-user', { threshold: 4 }, { tracker: `user:${user}` });
+    await service.override('mixed-customer', { threshold: 3 }, { tracker: 'acme' });
+    const acme = await series('/ov/mixed', 4, user, { 'x-customer': 'acme' });
+    expect(statusesOf(acme)).toEqual([200, 200, 200, 429]);
+    expect(policiesOf(acme[0])).toEqual([
+      { name: 'mixed-user', q: 4, w: 60 },
+      { name: 'mixed-customer', q: 3, w: 60 },
+    ]);
+    const other = await get('/ov/mixed', uniqueUser(), { 'x-customer': 'acme' });
+    expect(policiesOf(other).map((p) => p.q)).toEqual([2, 3]);
+
+    await service.override('shared', { threshold: 3 }, { tracker: `user:${user}` });
+    expect(statusesOf(await series('/ov/shared', 4, user))).toEqual([200, 200, 200, 429]);
+    expect(statusesOf(await series('/ov/shared', 3, uniqueUser()))).toEqual([200, 200, 429]);
+
+    await service.override('class-wide', { threshold: 1 });
+    expect(statusesOf(await series('/ov-class', 2, user))).toEqual([200, 429]);
+  });
+
   it('applies to a policy whose threshold is known per request, when its name is static', async () => {
     const { service, series } = await start();
     const user = uniqueUser();
@@ -164,7 +186,9 @@ describe.each(STORE_KINDS)('limit overrides over HTTP on the %s store', (kind: S
     const typo = await refusal(() => service.override('apu', { threshold: 5 }));
     expect(typo).toMatch(/^RateLimitService\.override: policyName must be/);
     expect(typo).toMatch(/did you mean "api"\?/);
-    expect(typo).toMatch(/known: api, dynamic, per-customer, untouched/);
+    expect(typo).toMatch(
+      /known: api, class-wide, dynamic, mixed-customer, mixed-user, per-customer, shared, untouched\)/,
+    );
     expect(typo).toMatch(/got "apu"$/);
 
     expect(await refusal(() => service.override('api', { threshold: 0 }))).toMatch(
