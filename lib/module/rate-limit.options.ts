@@ -155,7 +155,7 @@ export interface RateLimitModuleOptions {
   /**
    * How often each instance reads the limit overrides (`RateLimitService.override`) again, besides
    * when it is told of a change: the longest an instance that missed a change notice keeps the
-   * old limits. A number means seconds. Default `'5s'`; at least `'100ms'`.
+   * old limits. A number means seconds. Default `'5s'`; from `'100ms'` to `'1h'`.
    *
    * @example
    * ```ts

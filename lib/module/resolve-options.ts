@@ -80,8 +80,9 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     'overrideRefresh',
     where,
   );
-  if (overrideRefreshMs < 100) {
-    throw configError(where, 'overrideRefresh', raw.overrideRefresh, "at least '100ms'");
+  // Past an hour, an instance that missed a change would keep stale limits for too long to notice.
+  if (overrideRefreshMs < 100 || overrideRefreshMs > 3_600_000) {
+    throw configError(where, 'overrideRefresh', raw.overrideRefresh, "from '100ms' to '1h'");
   }
   const heapLimit = heapLimitBytes();
   const maxMemoryBytes = raw.maxMemoryBytes ?? defaultMemoryBudget();

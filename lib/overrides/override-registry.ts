@@ -1,4 +1,5 @@
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { StoreNotConnectedError } from '../stores/redis/script-client.js';
 import { encodeKeyPart, policyTrackerPart } from '../route/route-keys.js';
 import { type KnownPolicies } from './known-policies.js';
 import { overriddenPolicy } from './overridden-policy.js';
@@ -42,6 +43,7 @@ export class OverrideRegistry {
   private running: Promise<void> | undefined;
   private queued: Promise<void> | undefined;
   private failing = false;
+  private warned = false;
   private closed = false;
   private readonly warnedPolicies = new WeakSet<ResolvedPolicy>();
   /** Bumped on every listing installed: what was applied before may differ now. */
@@ -180,20 +182,21 @@ export class OverrideRegistry {
     try {
       entries = await this.source.list();
     } catch (error) {
-      if (!this.failing) {
-        this.failing = true;
+      // Redis down is said once already, by the store; only another failure is worth a warning.
+      if (!this.failing && !(error instanceof StoreNotConnectedError)) {
+        this.warned = true;
         const reason = error instanceof Error ? error.message : String(error);
         this.logger.warn(
           `Could not read the limit overrides (${reason}); those last read stay in force, and they are read again every ${this.refreshMs} ms`,
         );
       }
+      this.failing = true;
       return;
     }
     if (this.closed) return;
-    if (this.failing) {
-      this.failing = false;
-      this.logger.log('The limit overrides are read again');
-    }
+    if (this.warned) this.logger.log('The limit overrides are read again');
+    this.failing = false;
+    this.warned = false;
     this.install(entries);
   }
 
