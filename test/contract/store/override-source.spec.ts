@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { type Redis } from 'ioredis';
 import { RedisStore } from '../../../lib/index.js';
 import {
   LASTING_OVERRIDE_HORIZON_MS,
@@ -16,6 +17,15 @@ import { useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** When the override in `field` of `key` ends, in ms of Redis's clock, minus Redis's time now. */
+async function endsInMs(admin: Redis, key: string, field: string): Promise<number> {
+  const [stored, [seconds, micros]] = await Promise.all([
+    admin.hget(key, field),
+    admin.time() as Promise<[number | string, number | string]>,
+  ]);
+  return Number(stored!.split(' ')[0]) - (Number(seconds) * 1000 + Number(micros) / 1000);
+}
 
 /** A watcher that counts the calls it receives. */
 function counter() {
@@ -105,6 +115,9 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     const a = await source(prefix);
     await a.set({ policy: 'short', limit: { threshold: 1 }, ttlMs: 300 });
     await a.set({ policy: 'lasting', limit: { threshold: 2 } });
+    const left = await endsInMs(redis().shared, `${prefix}:{overrides}`, '["short"]');
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(300);
     const [short] = (await a.list()).filter((e) => e.policy === 'short');
     expect(short.expiresInMs).toBeGreaterThan(0);
     expect(short.expiresInMs).toBeLessThanOrEqual(300);
@@ -131,6 +144,54 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     await redis().shared.pexpire(key, 10_000);
     await a.list();
     expect(await redis().shared.pttl(key)).toBeGreaterThan(LASTING_OVERRIDE_HORIZON_MS - 60_000);
+  });
+
+  it('keeps every override of two instances setting at once, the last set of each', async () => {
+    const prefix = `ov-${randomUUID()}`;
+    const a = await source(prefix);
+    const b = await source(prefix);
+    // Two writes per tracker, one from each instance, all in flight together.
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 === 0 ? a : b).set({
+          policy: 'race',
+          tracker: `t${i % 20}`,
+          limit: { threshold: i },
+        }),
+      ),
+    );
+    const listed = await b.list();
+    expect(listed).toHaveLength(20);
+    for (const { tracker, limit } of listed) {
+      const j = Number(tracker!.slice(1));
+      expect([j, j + 20]).toContain(limit.threshold);
+    }
+  });
+
+  it('works on its own reading of the clock where the server refuses TIME in scripts', async () => {
+    const user = { name: `no-time-${randomUUID()}`, password: randomUUID() };
+    const admin = redis().shared;
+    await admin.call('ACL', 'SETUSER', user.name, 'on', `>${user.password}`, '~*', '&*', '+@all');
+    await admin.call('ACL', 'SETUSER', user.name, '-time');
+    try {
+      const store = new RedisStore({ client: await redis().connect(kind, { user }) });
+      const prefix = `ov-${randomUUID()}`;
+      const a = RedisOverrideSource.forStore(store, prefix);
+      opened.push(a);
+      const key = `${prefix}:{overrides}`;
+      await a.set({ policy: 'p', limit: { threshold: 1 }, ttlMs: 10_000 });
+      // Its end is on Redis's clock, read outside the script.
+      const left = await endsInMs(admin, key, '["p"]');
+      expect(left).toBeGreaterThan(9000);
+      expect(left).toBeLessThanOrEqual(10_000);
+      expect(await admin.pttl(key)).toBeGreaterThan(9000);
+      await sleep(300);
+      const [entry] = await a.list();
+      expect(entry.expiresInMs).toBeGreaterThan(8000);
+      expect(entry.expiresInMs).toBeLessThanOrEqual(9700);
+    } finally {
+      await admin.call('ACL', 'DELUSER', user.name);
+    }
   });
 
   if (subscribes) {
