@@ -219,6 +219,18 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
       expect(seen.calls).toBe(1);
     });
 
+    it('misses no change made while its subscription is still being set up', async () => {
+      const prefix = `ov-${randomUUID()}`;
+      const a = await source(prefix);
+      const b = await source(prefix);
+      const { seen, changed } = counter();
+      // Both at once: the change may be published before b subscribes.
+      b.watch(changed);
+      await a.set({ policy: 'early', limit: { threshold: 5 } });
+      await waitFor('a call', 5000, async () => seen.calls > 0 || 'no call');
+      expect(await b.list()).toEqual([{ policy: 'early', limit: { threshold: 5 } }]);
+    });
+
     it('subscribes again after its connection is killed, and says so', async () => {
       const prefix = `ov-${randomUUID()}`;
       const a = await source(prefix);
