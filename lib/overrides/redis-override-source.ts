@@ -23,9 +23,9 @@ const TIME_REFUSED = -2;
  * The overrides in force on every instance that shares a Redis: one hash per key prefix,
  * `<prefix>:{overrides}` (its own hash tag, so one slot on a cluster), changed and read by one
  * atomic script call each (`overrides.lua`), on Redis's clock. Each change is published on
- * `<prefix>:{overrides}:changed`, which {@link watch} follows on a connection of its own.
- * Without a subscription (a GLIDE client, which takes its subscriptions only when it is created),
- * instances converge on the registry's periodic reading alone.
+ * `<prefix>:{overrides}:changed`, which {@link watch} follows on a connection of its own (see
+ * docs/redis.md, Override keys). Where the client can give none, instances converge on the
+ * registry's periodic reading alone.
  *
  * @example
  * ```ts
