@@ -1,3 +1,4 @@
+import { configError } from '../policy/validation.js';
 import { type ChannelSubscription } from '../stores/redis/channel-subscription.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
 import { type ScriptClient, StoreNotConnectedError } from '../stores/redis/script-client.js';
@@ -54,10 +55,18 @@ export class RedisOverrideSource implements OverrideSource {
     return new RedisOverrideSource(store.scriptClient, keyPrefix);
   }
 
+  /**
+   * Rejects a `ttlMs` that is not a positive whole number of ms: the hash's TTL is made from it,
+   * and none of those could be one.
+   */
   async set(write: OverrideWrite): Promise<void> {
+    const ttlMs = write.ttlMs;
+    if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs > 0)) {
+      throw configError('RedisOverrideSource.set', 'ttlMs', ttlMs, 'a positive whole number of ms');
+    }
     const { threshold, periodMs, burst } = write.limit;
     const limit = JSON.stringify({ threshold, periodMs, burst });
-    const ttl = write.ttlMs === undefined ? '' : String(write.ttlMs);
+    const ttl = ttlMs === undefined ? '' : String(ttlMs);
     const horizon = String(LASTING_OVERRIDE_HORIZON_MS);
     await this.run('set', this.channel, fieldOf(write.policy, write.tracker), limit, ttl, horizon);
   }

@@ -141,6 +141,17 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     expect(await redis().shared.hkeys(`${prefix}:{overrides}`)).toEqual(['["lasting"]']);
   });
 
+  it('refuses a ttl the hash could not take as its TTL, writing nothing', async () => {
+    const prefix = `ov-${randomUUID()}`;
+    const a = await source(prefix);
+    for (const ttlMs of [0, -5, 1.5, Number.NaN, Infinity]) {
+      await expect(a.set({ policy: 'p', limit: { threshold: 1 }, ttlMs })).rejects.toThrow(
+        `RedisOverrideSource.set: ttlMs must be a positive whole number of ms, got ${ttlMs}`,
+      );
+    }
+    expect(await redis().shared.exists(`${prefix}:{overrides}`)).toBe(0);
+  });
+
   it('keeps a TTL on the hash: the longest override, the horizon for one without ttl', async () => {
     const prefix = `ov-${randomUUID()}`;
     const key = `${prefix}:{overrides}`;
