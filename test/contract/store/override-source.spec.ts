@@ -225,11 +225,9 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     const a = await source(prefix);
     const b = await source(prefix);
     const seen = await watching(b);
-    const started = Date.now();
     await a.set({ policy: 'api', tracker: 'x', limit: { threshold: 3 }, ttlMs: 10_000 });
     await waitFor('the change told to b', 1000, async () => seen.calls > 0 || 'no call');
     const listed = await b.list();
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(listed).toMatchObject([{ policy: 'api', tracker: 'x', limit: { threshold: 3 } }]);
 
     seen.calls = 0;
