@@ -65,6 +65,7 @@ const valkeyProject = {
     '<rootDir>/test/contract/store/**/*.spec.ts',
     '<rootDir>/test/fault/**/*.spec.ts',
     '<rootDir>/test/cluster/cluster.spec.ts',
+    '<rootDir>/test/cluster/override-source.cluster.spec.ts',
     '<rootDir>/test/flow/leases-and-bookings.contract.spec.ts',
   ],
   globals: { __TEST_SERVER__: { name: 'valkey', command: valkey.binary } },

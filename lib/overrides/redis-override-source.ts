@@ -1,3 +1,4 @@
+import { configError } from '../policy/validation.js';
 import { type ChannelSubscription } from '../stores/redis/channel-subscription.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
 import { type ScriptClient, StoreNotConnectedError } from '../stores/redis/script-client.js';
@@ -23,9 +24,9 @@ const TIME_REFUSED = -2;
  * The overrides in force on every instance that shares a Redis: one hash per key prefix,
  * `<prefix>:{overrides}` (its own hash tag, so one slot on a cluster), changed and read by one
  * atomic script call each (`overrides.lua`), on Redis's clock. Each change is published on
- * `<prefix>:{overrides}:changed`, which {@link watch} follows on a connection of its own.
- * Without a subscription (a GLIDE client, which takes its subscriptions only when it is created),
- * instances converge on the registry's periodic reading alone.
+ * `<prefix>:{overrides}:changed`, which {@link watch} follows on a connection of its own (see
+ * docs/redis.md, Override keys). Where the client can give none, instances converge on the
+ * registry's periodic reading alone.
  *
  * @example
  * ```ts
@@ -54,10 +55,18 @@ export class RedisOverrideSource implements OverrideSource {
     return new RedisOverrideSource(store.scriptClient, keyPrefix);
   }
 
+  /**
+   * Rejects a `ttlMs` that is not a positive whole number of ms: the hash's TTL is made from it,
+   * and none of those could be one.
+   */
   async set(write: OverrideWrite): Promise<void> {
+    const ttlMs = write.ttlMs;
+    if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs > 0)) {
+      throw configError('RedisOverrideSource.set', 'ttlMs', ttlMs, 'a positive whole number of ms');
+    }
     const { threshold, periodMs, burst } = write.limit;
     const limit = JSON.stringify({ threshold, periodMs, burst });
-    const ttl = write.ttlMs === undefined ? '' : String(write.ttlMs);
+    const ttl = ttlMs === undefined ? '' : String(ttlMs);
     const horizon = String(LASTING_OVERRIDE_HORIZON_MS);
     await this.run('set', this.channel, fieldOf(write.policy, write.tracker), limit, ttl, horizon);
   }

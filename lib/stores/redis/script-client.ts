@@ -62,8 +62,9 @@ export interface ScriptClient {
    */
   readonly nodeOf?: (key: string) => string;
   /**
-   * Subscribes to `channel` on a connection of its own, made in the background. Absent where the
-   * client cannot open one (a GLIDE client takes its subscriptions when it is created).
+   * Subscribes to `channel` on a connection of its own, made in the background: a copy of the
+   * client, or for GLIDE, which takes its subscriptions only when a client is created, a new
+   * client with the same options.
    */
   readonly subscribe?: (channel: string, handlers: SubscriptionHandlers) => ChannelSubscription;
 }
