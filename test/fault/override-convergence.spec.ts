@@ -1,8 +1,8 @@
 /**
  * Overrides across instances: two Nest apps on one redis-server, each with its own client, follow
  * what the other sets and clears, through the change notices, and through the periodic reading
- * where a notice cannot arrive (subscriber connections killed; a GLIDE client, which subscribes
- * to nothing). A restarted instance starts with the overrides in force.
+ * where a notice cannot arrive (subscriber connections killed). An instance that starts later has
+ * the overrides in force at once.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
@@ -24,6 +24,9 @@ const NOTICE_MS = 1000;
 describe.each<[ClientKind, ClientKind]>([
   ['ioredis', 'node-redis'],
   ['node-redis', 'iovalkey'],
+  // GLIDE resubscribes by itself after a lost connection, without a word: what was published
+  // meanwhile reaches it on the periodic reading alone.
+  ['ioredis', 'glide'],
 ])('overrides shared by two instances, %s and %s', (kindA, kindB) => {
   const redis = useRedis('redis');
   const apps: INestApplication[] = [];
@@ -128,46 +131,5 @@ describe.each<[ClientKind, ClientKind]>([
       });
     }
     expect(await b.limit(randomUUID())).toBe(8);
-  });
-});
-
-describe('an instance on a GLIDE client, which subscribes to nothing', () => {
-  const redis = useRedis('redis');
-  const apps: INestApplication[] = [];
-  afterEach(async () => {
-    await Promise.all(apps.splice(0).map((a) => a.close()));
-  });
-
-  it('follows the other instances within the refresh period', async () => {
-    const keyPrefix = `ov-${randomUUID().slice(0, 8)}`;
-    const start = async (kind: ClientKind) => {
-      const app = await startHttpApp({
-        imports: [
-          RateLimitModule.forRoot({
-            redis: await redis().connect(kind),
-            keyPrefix,
-            overrideRefresh: `${REFRESH_MS}ms`,
-          }),
-        ],
-        controllers: [OverrideController],
-      });
-      apps.push(app);
-      return app;
-    };
-    const [a, glide] = [await start('ioredis'), await start('glide')];
-    const limit = async () =>
-      policiesOf(
-        await request(glide.getHttpServer()).get('/ov/api').set(USER_HEADER, randomUUID()),
-      )[0].q;
-    await a.get(RateLimitService).override('api', { threshold: 6 });
-    await waitFor('the refresh', REFRESH_MS + NOTICE_MS, async () => {
-      const q = await limit();
-      return q === 6 || `q=${String(q)}`;
-    });
-    await a.get(RateLimitService).clearOverride('api');
-    await waitFor('the refresh', REFRESH_MS + NOTICE_MS, async () => {
-      const q = await limit();
-      return q === 3 || `q=${String(q)}`;
-    });
   });
 });
