@@ -66,6 +66,7 @@ const valkeyProject = {
     '<rootDir>/test/contract/store/**/*.spec.ts',
     '<rootDir>/test/fault/**/*.spec.ts',
     '<rootDir>/test/cluster/cluster.spec.ts',
+    '<rootDir>/test/cluster/override-source.cluster.spec.ts',
     '<rootDir>/test/flow/leases-and-bookings.contract.spec.ts',
     '<rootDir>/test/health/**/*.spec.ts',
   ],

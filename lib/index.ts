@@ -10,6 +10,8 @@ export {
 } from './health/rate-limit.health.js';
 export { type AcquireOptions, type ConsumeOptions } from './service/service-options.js';
 export { type RateLimitPermit } from './service/permit.js';
+export { type OverrideLimit, type OverrideOptions } from './overrides/overridden-policy.js';
+export { type OverrideInForce } from './overrides/override-commands.js';
 export {
   RateLimitException,
   GraphQLRateLimitError,

@@ -2,6 +2,7 @@ import { Logger, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { RateLimitModule, type RedisConnection } from 'nest-rate-limit';
 import { createClient } from 'redis';
+import { AdminLimitsController } from './admin-limits.controller.js';
 import { AuthController } from './auth.controller.js';
 import { ExportsController } from './exports.controller.js';
 import { HealthController } from './health.controller.js';
@@ -72,6 +73,7 @@ async function glideClient(url: string): Promise<RedisConnection> {
     QuotesController,
     MetricsController,
     HealthController,
+    AdminLimitsController,
   ],
   providers: [PartnerQuotes],
 })

@@ -7,7 +7,7 @@ import {
   type OnApplicationShutdown,
   type Provider,
 } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
+import { APP_GUARD, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import {
   RATE_LIMIT_MEMORY_STORE,
   RATE_LIMIT_OPTIONS,
@@ -36,6 +36,9 @@ import { RateLimitStore } from '../stores/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { telemetryProvider } from './telemetry-provider.js';
+import { KnownPolicies } from '../overrides/known-policies.js';
+import { OverrideRegistry } from '../overrides/override-registry.js';
+import { CONNECT_TIMEOUT_MS } from './redis-link.js';
 
 // A module option given to forRootAsync() itself belongs in what its factory returns.
 const ASYNC_FIELDS = knownFields(
@@ -75,6 +78,17 @@ const derivedProviders: Provider[] = [
     useFactory: (handle: StoreHandle) => handle.memory,
     inject: [RATE_LIMIT_STORE_HANDLE],
   },
+  {
+    provide: OverrideRegistry,
+    useFactory: (handle: StoreHandle, options: ResolvedRateLimitOptions) =>
+      new OverrideRegistry(
+        handle.overrides(),
+        new KnownPolicies(),
+        options.overrideRefreshMs,
+        new Logger('RateLimit'),
+      ),
+    inject: [RATE_LIMIT_STORE_HANDLE, RATE_LIMIT_OPTIONS],
+  },
   LeaseKeeper,
   PendingOutcomes,
   RateLimitGuard,
@@ -91,6 +105,7 @@ const exported = [
   RATE_LIMIT_MEMORY_STORE,
   LeaseKeeper,
   PendingOutcomes,
+  OverrideRegistry,
   RateLimitGuard,
   RateLimitService,
   RateLimitHealthIndicator,
@@ -117,6 +132,9 @@ export class RateLimitModule implements OnApplicationShutdown {
   constructor(
     @Inject(RATE_LIMIT_STORE_HANDLE) private readonly handle: StoreHandle,
     private readonly leases: LeaseKeeper,
+    private readonly overrides: OverrideRegistry,
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
   ) {}
 
   /** Configures the module from static options. */
@@ -179,15 +197,24 @@ export class RateLimitModule implements OnApplicationShutdown {
   ): DynamicModule {
     const providers = [...optionProviders, ...derivedProviders];
     if (globalGuard) providers.push({ provide: APP_GUARD, useExisting: RateLimitGuard });
-    return { module: RateLimitModule, global: true, imports, providers, exports: exported };
+    return {
+      module: RateLimitModule,
+      global: true,
+      imports: [DiscoveryModule, ...imports],
+      providers,
+      exports: exported,
+    };
   }
 
   /**
    * Lets a Redis client connect before requests arrive, bounded by its connect timeout: without
-   * Redis the application starts all the same, on the fallback.
+   * Redis the application starts all the same, on the fallback. Then the limit overrides in
+   * force are read, bounded the same way (they are read again on the refresh period).
    */
   async onModuleInit(): Promise<void> {
     await this.handle.ready();
+    this.overrides.known.scan(this.discovery, this.scanner);
+    await this.overrides.start(CONNECT_TIMEOUT_MS);
   }
 
   onApplicationBootstrap(): void {
@@ -198,6 +225,7 @@ export class RateLimitModule implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     // Leases first, while the store can still free them for the other instances.
     await this.leases.close();
+    await this.overrides.close();
     await this.handle.close();
   }
 }

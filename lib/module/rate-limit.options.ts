@@ -4,6 +4,7 @@ import { type RedisClient } from '../stores/redis/redis-client.js';
 import { type HeaderMode } from '../transports/http-headers.js';
 import { type FieldList } from '../policy/known-fields.js';
 import { type ResolvedTelemetry, type TelemetryOptions } from '../telemetry/telemetry-options.js';
+import { type Duration } from '../policy/rate-limit.policy.js';
 import {
   type Clock,
   type RateLimitDecision,
@@ -165,6 +166,17 @@ export interface RateLimitModuleOptions {
    * ```
    */
   telemetry?: boolean | TelemetryOptions;
+  /**
+   * How often each instance reads the limit overrides (`RateLimitService.override`) again, besides
+   * when it is told of a change: the longest an instance that missed a change notice keeps the
+   * old limits. A number means seconds. Default `'5s'`; from `'100ms'` to `'1h'`.
+   *
+   * @example
+   * ```ts
+   * RateLimitModule.forRoot({ redis: process.env.REDIS_URL, overrideRefresh: '2s' });
+   * ```
+   */
+  overrideRefresh?: Duration;
 }
 
 /**
@@ -191,6 +203,7 @@ export const MODULE_OPTION_FIELDS = {
   maxMemoryKeys: true,
   shadow: true,
   telemetry: true,
+  overrideRefresh: true,
 } as const satisfies FieldList<RateLimitModuleOptions>;
 
 /** `forRoot()` options: the module options plus whether the guard is global. */
@@ -244,4 +257,5 @@ export interface ResolvedRateLimitOptions {
   readonly skipIf: RateLimitModuleOptions['skipIf'];
   readonly shadow: boolean;
   readonly telemetry: ResolvedTelemetry;
+  readonly overrideRefreshMs: number;
 }

@@ -1,4 +1,4 @@
-import { configError } from '../policy/validation.js';
+import { configError, parseDuration } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { STORE_ERROR_POLICIES } from '../policy/rate-limit.policy.js';
 import { defaultMemoryBudget, heapLimitBytes } from '../stores/memory/memory-size.js';
@@ -14,6 +14,7 @@ export const DEFAULT_KEY_PREFIX = 'rate-limit';
 export const DEFAULT_TIMEOUT_MS = 100;
 export const DEFAULT_FUNCTION_TIMEOUT_MS = 1000;
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
+export const DEFAULT_OVERRIDE_REFRESH_MS = 5000;
 
 // What a factory returns is the module options alone; forRoot() has taken globalGuard out already.
 const MODULE_FIELDS = knownFields(MODULE_OPTION_FIELDS, {
@@ -75,6 +76,15 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
   }
   const shadow = raw.shadow ?? false;
   if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
+  const overrideRefreshMs = parseDuration(
+    raw.overrideRefresh ?? DEFAULT_OVERRIDE_REFRESH_MS / 1000,
+    'overrideRefresh',
+    where,
+  );
+  // Past an hour, an instance that missed a change would keep stale limits for too long to notice.
+  if (overrideRefreshMs < 100 || overrideRefreshMs > 3_600_000) {
+    throw configError(where, 'overrideRefresh', raw.overrideRefresh, "from '100ms' to '1h'");
+  }
   const heapLimit = heapLimitBytes();
   const maxMemoryBytes = raw.maxMemoryBytes ?? defaultMemoryBudget();
   if (!isWholeIn(maxMemoryBytes, 1, heapLimit)) {
@@ -102,6 +112,7 @@ export function resolveOptions(raw: RateLimitModuleOptions | undefined): Resolve
     skipIf: raw.skipIf,
     shadow,
     telemetry: resolveTelemetry(raw.telemetry, where),
+    overrideRefreshMs,
   });
 }
 

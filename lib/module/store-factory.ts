@@ -13,6 +13,9 @@ import { ResilientStore } from '../stores/resilient.store.js';
 import { type RateLimitStore } from '../stores/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js';
+import { MemoryOverrideSource } from '../overrides/memory-override-source.js';
+import { type OverrideSource } from '../overrides/override-source.js';
+import { RedisOverrideSource } from '../overrides/redis-override-source.js';
 
 /** The active store, its link to Redis if any, and what the module does with them. */
 export interface StoreHandle {
@@ -25,6 +28,12 @@ export interface StoreHandle {
   startedMessage(): string | undefined;
   /** Closes what the module owns, and lets go of what it was handed. */
   close(): Promise<void>;
+  /**
+   * Where the limits changed at runtime live: Redis for the Redis store, shared by every
+   * instance; this process for the memory store and for a custom store (which the module cannot
+   * store anything else in).
+   */
+  overrides(): OverrideSource;
 }
 
 /**
@@ -94,6 +103,7 @@ export function createStore(
     close: async () => {
       if (owned) await active.close?.();
     },
+    overrides: () => new MemoryOverrideSource(clock),
   });
   const linked = (primary: RedisStore, owner: ClientOwner, ownsPrimary: boolean): StoreHandle => {
     const guarded = guard(primary, ownsPrimary);
@@ -108,6 +118,7 @@ export function createStore(
         await active.close?.();
         await link.close();
       },
+      overrides: () => RedisOverrideSource.forStore(primary, options.keyPrefix),
     };
   };
 

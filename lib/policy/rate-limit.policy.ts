@@ -120,7 +120,8 @@ export const DEFAULT_THRESHOLD = 3;
 /** Policies one decision may combine; each adds a key and five script arguments. */
 export const MAX_POLICIES = 8;
 
-const MAX_BUCKET_US = 1e15;
+/** Most a bucket may hold, in µs of draining: burst x period / threshold stays an exact double. */
+export const MAX_BUCKET_US = 1e15;
 
 /**
  * Validates a policy whose values are all known and converts it to store units.

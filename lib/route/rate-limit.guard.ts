@@ -25,6 +25,7 @@ import { decideRoute } from './route-decision.js';
 import { type RouteCall, type RouteFeatures, RoutePlans } from './route-plan.js';
 import { Settlement } from './settlement.js';
 import { UserFunctionBounds } from './user-functions.js';
+import { OverrideRegistry } from '../overrides/override-registry.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 
 /**
@@ -56,6 +57,7 @@ export class RateLimitGuard implements CanActivate {
     private readonly leases: LeaseKeeper,
     @Inject(RATE_LIMIT_MEMORY_STORE) memory: RateLimitStore,
     pending: PendingOutcomes,
+    overrides: OverrideRegistry,
     @Optional()
     @Inject(RATE_LIMIT_TELEMETRY)
     private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
@@ -64,7 +66,7 @@ export class RateLimitGuard implements CanActivate {
     this.hooks = new DecisionHooks(options);
     const logger = new Logger('RateLimit');
     this.bounds = new UserFunctionBounds(options, memory, logger);
-    this.limits = new RequestLimits(options, this.bounds, logger);
+    this.limits = new RequestLimits(options, this.bounds, logger, overrides);
     this.answer = new RouteAnswer(this.hooks, options.headers, options.errorMessage);
     this.settlement = new Settlement(leases, pending);
   }

@@ -7,6 +7,10 @@ import { isPromise, resolveCost } from './policy-template.js';
 import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';
 import { policyTrackerPart, RouteKeys } from './route-keys.js';
 import { EXPIRED, type FunctionBound } from './user-functions.js';
+import { type OverrideRegistry } from '../overrides/override-registry.js';
+
+// Each policy's tracker as a key part, filled in only when an override for one tracker needs it.
+type Parts = string[] | undefined;
 
 /**
  * What one request to a route is decided on: its policies and costs (resolved per request only
@@ -23,6 +27,7 @@ export class RequestLimits {
     >,
     private readonly bound: FunctionBound,
     private readonly logger: WarningLogger,
+    private readonly overrides: OverrideRegistry,
   ) {
     this.shapes = new RouteKeys(options.keyPrefix);
   }
@@ -36,26 +41,38 @@ export class RequestLimits {
     const costs =
       plan.costs ??
       (await Promise.all(plan.templates.map((t) => resolveCost(t, context, bound, plan.where))));
-    let keys = this.keysOf(call, policies);
+    const overrides = this.overrides;
+    const parts =
+      overrides.size !== 0 && overrides.wantsTrackers(policies)
+        ? new Array<string>(policies.length)
+        : undefined;
+    let keys = this.keysOf(call, policies, parts);
     if (!Array.isArray(keys)) keys = await keys;
-    return { keys, policies, costs };
+    // Keys from the policies as declared: an override keeps the id, and so the key.
+    if (overrides.size === 0) return { keys, policies, costs };
+    return {
+      keys,
+      policies: overrides.apply(policies, parts, policies === plan.policies),
+      costs,
+    };
   }
 
   private keysOf(
     call: RouteCall,
     policies: readonly ResolvedPolicy[],
+    parts: Parts,
   ): string[] | Promise<string[]> {
     const features = call.plan.features;
     if (features !== undefined) {
       if (features.scopes !== undefined) {
-        return this.scoped(call, features.trackers[0], features.scopes, policies);
+        return this.scoped(call, features.trackers[0], features.scopes, policies, parts);
       }
-      if (features.anyTracker) return this.withTrackers(call, features, policies);
+      if (features.anyTracker) return this.withTrackers(call, features, policies, parts);
     }
     const tracker = this.moduleTracker(call);
     return typeof tracker === 'string'
-      ? this.plain(call, tracker, policies)
-      : tracker.then((t) => this.plain(call, t, policies));
+      ? this.plain(call, tracker, policies, parts)
+      : tracker.then((t) => this.plain(call, t, policies, parts));
   }
 
   /** The module's tracker, as a key part. */
@@ -63,7 +80,13 @@ export class RequestLimits {
     return moduleTracker(this.options, this.bound, call, this.logger);
   }
 
-  private plain(call: RouteCall, tracker: string, policies: readonly ResolvedPolicy[]): string[] {
+  private plain(
+    call: RouteCall,
+    tracker: string,
+    policies: readonly ResolvedPolicy[],
+    parts: Parts,
+  ): string[] {
+    parts?.fill(tracker);
     const head = this.head(call) + tracker;
     const tails = call.plan.tails;
     const keys = new Array<string>(policies.length);
@@ -88,6 +111,7 @@ export class RequestLimits {
     call: RouteCall,
     features: RouteFeatures,
     policies: readonly ResolvedPolicy[],
+    parts: Parts,
   ): Promise<string[]> {
     const { context, transport, plan } = call;
     const route = transport.route(context, plan.route, plan.place);
@@ -97,6 +121,7 @@ export class RequestLimits {
       const own = features.trackers[i];
       let part = own === undefined ? undefined : await this.ownTracker(call, own);
       part ??= fallback ??= await this.moduleTracker(call);
+      if (parts !== undefined) parts[i] = part;
       keys[i] = this.shapes.withTracker(route, features.routeTag, part, policies[i], i);
     }
     return keys;
@@ -111,8 +136,10 @@ export class RequestLimits {
     tracker: RouteFeatures['trackers'][number],
     scopes: RouteScopes,
     policies: readonly ResolvedPolicy[],
+    parts: Parts,
   ): Promise<string[]> {
     const part = (await this.ownTracker(call, tracker)) ?? (await this.moduleTracker(call));
+    parts?.fill(part);
     const head = this.shapes.scopedHead(part);
     const { marks, tails } = scopes;
     const keys = new Array<string>(policies.length);

@@ -10,6 +10,8 @@ import { type RouteCall } from './route-plan.js';
 /** The last step of a call: the hooks are told, the client is told, the call goes on or not. */
 export class RouteAnswer {
   private readonly logger = new Logger('RateLimit');
+  /** Headers of the frozen policy lists an override registry keeps until its next change. */
+  private readonly headersOf = new WeakMap<readonly ResolvedPolicy[], string>();
 
   constructor(
     private readonly hooks: DecisionHooks,
@@ -36,15 +38,26 @@ export class RouteAnswer {
       return this.turnAway(call, { ...rejection, decision: shown }, decision);
     }
     const { context, transport, plan } = call;
+    // The plan's own header only for the plan's own policies: an override changes the values.
     const header =
-      shown === decision && plan.policyHeader !== undefined
+      policies === plan.policies && plan.policyHeader !== undefined
         ? plan.policyHeader
-        : policyHeader(policies);
+        : this.headerOf(policies);
     transport.report(context, this.headers, header, shown);
     if (shown.allowed) return true;
     const never = shown.retryAfterMs === Infinity;
     const message = never ? COST_TOO_HIGH_MESSAGE : this.errorMessage;
     return this.turnAway(call, { reason: 'limited', message, decision: shown }, decision);
+  }
+
+  private headerOf(policies: readonly ResolvedPolicy[]): string {
+    if (!Object.isFrozen(policies)) return policyHeader(policies);
+    let header = this.headersOf.get(policies);
+    if (header === undefined) {
+      header = policyHeader(policies);
+      this.headersOf.set(policies, header);
+    }
+    return header;
   }
 
   /** A call only shadow policies would have turned away: logged, and `onLimited` hears of it. */

@@ -56,6 +56,9 @@ export class PolicyCache {
   private readonly recent: Recent[] = [];
   private nextRecent = 0;
 
+  /** `compiled` hears of each policy list validated anew (the known policy names). */
+  constructor(private readonly compiled?: (policies: readonly ResolvedPolicy[]) => void) {}
+
   get(policy: Input, where: string): Compiled {
     const isObject = typeof policy === 'object' && policy !== null;
     let compiled = isObject ? this.byObject.get(policy) : undefined;
@@ -71,6 +74,7 @@ export class PolicyCache {
     compiled = shape === undefined ? undefined : this.byShape.get(shape);
     if (compiled === undefined) {
       compiled = compile(policy, where);
+      this.compiled?.(compiled.policies);
       if (isObject) this.byObject.set(policy, compiled);
       if (shape !== undefined) {
         if (this.byShape.size >= MAX_SHAPES) this.byShape.clear();

@@ -11,6 +11,15 @@ import { PolicyCache } from './policy-cache.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { checkCount, configError, parseDuration } from '../policy/validation.js';
 import { execute, type Limits, type StoreCall, type StoreOperation } from '../stores/store-call.js';
+import { encodeKeyPart } from '../route/route-keys.js';
+import {
+  clearOverride,
+  listOverrides,
+  type OverrideInForce,
+  setOverride,
+} from '../overrides/override-commands.js';
+import { type OverrideLimit, type OverrideOptions } from '../overrides/overridden-policy.js';
+import { OverrideRegistry } from '../overrides/override-registry.js';
 import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
 
 // Built once: the hot path must not assemble the place name of an error it rarely throws.
@@ -38,17 +47,70 @@ const WHERE: Readonly<Record<StoreOperation, string>> = {
 @Injectable()
 export class RateLimitService {
   private readonly keys: RouteKeys;
-  private readonly compiled = new PolicyCache();
+  private readonly compiled: PolicyCache;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
     @Inject(RateLimitStore) private readonly store: RateLimitStore,
     private readonly leases: LeaseKeeper,
+    private readonly registry: OverrideRegistry,
     @Optional()
     @Inject(RATE_LIMIT_TELEMETRY)
     private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
   ) {
     this.keys = new RouteKeys(options.keyPrefix);
+    this.compiled = new PolicyCache((policies) => registry.known.notePolicies(policies));
+  }
+
+  /**
+   * Changes the limit of every policy named `policyName`, route and service policies alike, on
+   * every instance (through Redis; the memory store's instance only), until `clearOverride` or
+   * `ttl`. Usage carries over: a limit lowered below what a caller used rejects it until its
+   * usage falls under the new limit; a raised one lets it through at once (buckets: see the
+   * operations page). With `tracker`, only that caller's quota: the value the module's
+   * `getTracker` returns (default `user:<id>`, else `ip:<address>`), a policy's own `tracker`,
+   * or the `key` given to this service; it wins over the override for every tracker. Resolves
+   * once it is in force on this instance. Refuses a name no policy known here has, and bad values,
+   * naming the field.
+   *
+   * @example
+   * ```ts
+   * // a customer on a launch day: ten times the API limit for two hours
+   * await rateLimit.override('api', { threshold: 1000 }, { tracker: 'customer-42', ttl: '2h' });
+   * // everyone else: half, until cleared
+   * await rateLimit.override('api', { threshold: 50, period: '1m' });
+   * ```
+   */
+  override(policyName: string, limit: OverrideLimit, options?: OverrideOptions): Promise<void> {
+    return setOverride(this.registry, policyName, limit, options);
+  }
+
+  /**
+   * Ends the override of `policyName` (for every tracker, or for `tracker`) on every instance:
+   * the policies' own limits apply again. Resolves whether there was one.
+   *
+   * @example
+   * ```ts
+   * await rateLimit.clearOverride('api', { tracker: 'customer-42' });
+   * ```
+   */
+  clearOverride(policyName: string, options?: Pick<OverrideOptions, 'tracker'>): Promise<boolean> {
+    return clearOverride(this.registry, policyName, options);
+  }
+
+  /**
+   * Every override in force, as the store holds them now: policy, tracker, the values in place of
+   * the policies' own, and the time left of those with a `ttl`.
+   *
+   * @example
+   * ```ts
+   * for (const o of await rateLimit.overrides()) {
+   *   console.log(o.policy, o.tracker ?? '(all)', o.threshold, o.expiresAt?.toISOString() ?? 'until cleared');
+   * }
+   * ```
+   */
+  overrides(): Promise<OverrideInForce[]> {
+    return listOverrides(this.registry);
   }
 
   /**
@@ -237,7 +299,9 @@ export class RateLimitService {
   ): Limits {
     if (typeof key !== 'string' || key === '')
       throw configError(where, 'key', key, 'a non-empty string');
-    const { policies, costs, leases } = this.compiled.get(policy, where);
+    const compiled = this.compiled.get(policy, where);
+    const { costs, leases } = compiled;
+    let { policies } = compiled;
     // A lease nobody releases would hold its slot for a whole period.
     if (leases && !leasesAllowed) {
       throw configError(
@@ -249,6 +313,12 @@ export class RateLimitService {
     }
     const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
     const keys = this.keys.forService(key, policies);
+    const registry = this.registry;
+    // Keys first: an overridden policy keeps its id, so its key and the usage it holds stay.
+    if (registry.size !== 0) {
+      const part = registry.wantsTrackers(policies) ? encodeKeyPart(key) : undefined;
+      policies = registry.apply(policies, part, true);
+    }
     return { keys, policies, costs: cost === undefined ? costs : policies.map(() => cost) };
   }
 }

@@ -22,6 +22,7 @@ import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scrip
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';
 import { stateKeys } from '../support/decision-ids.js';
+import { OVERRIDES_SCRIPT } from '../../lib/overrides/override-script.js';
 
 // An hour: the fixed window's keys live to the end of a clock-aligned window, and a minute's
 // boundary falling during the run would expire the keys written before it.
@@ -129,7 +130,12 @@ describe('hostile trackers through Redis', () => {
     expect(await admin.get(MARKER)).toBe('untouched');
     expect(await admin.info('commandstats')).not.toMatch(/cmdstat_(flushall|flushdb|del|unlink):/);
     const codes = [...SCRIPT_SHAS.keys()];
-    const exists = (await admin.script('EXISTS', ...SCRIPT_SHAS.values())) as number[];
+    // The module's own scripts: the decisions', and the one that reads the limit overrides.
+    const exists = (await admin.script(
+      'EXISTS',
+      ...SCRIPT_SHAS.values(),
+      OVERRIDES_SCRIPT.sha,
+    )) as number[];
     if (used !== 'functions') for (const code of used) expect(exists[codes.indexOf(code)]).toBe(1);
     const ours = exists.reduce((sum, e) => sum + e, 0);
     expect(await admin.info('memory')).toMatch(

@@ -35,7 +35,9 @@ describe('the README and the sample', () => {
   it('lists every route the sample serves, and no other', () => {
     const firstCells = [...section('The sample app').matchAll(/^\| (`[^|]*`) +\|/gm)];
     const listed = firstCells
-      .flatMap(([, cell]) => [...cell.matchAll(/`((?:GET|POST) [^`]+)`/g)].map((m) => m[1]))
+      .flatMap(([, cell]) =>
+        [...cell.matchAll(/`((?:GET|POST|PUT|PATCH|DELETE) [^`]+)`/g)].map((m) => m[1]),
+      )
       .sort();
     expect(listed).toEqual(sampleRoutes());
     expect(listed.length).toBeGreaterThanOrEqual(8);

@@ -130,6 +130,60 @@ describe('the sample app', () => {
     const at = burst.map((r) => Date.parse((r.body as { at: string }).at)).sort((a, b) => a - b);
     for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBeGreaterThanOrEqual(190);
   });
+
+  it('changes a limit at runtime through its admin route, for holders of the admin token only', async () => {
+    const server = app.getHttpServer();
+    const saved = process.env.ADMIN_TOKEN;
+    process.env.ADMIN_TOKEN = 'sample-test-token';
+    try {
+      const admin = (req: request.Test, token = 'sample-test-token') =>
+        req.set('X-Admin-Token', token);
+      const raise = { threshold: 5, ttl: '1h' };
+      const post = (policy: string, body: object) =>
+        admin(request(server).post(`/admin/limits/${policy}`)).send(body);
+
+      expect((await request(server).post('/admin/limits/2-per-30s').send(raise)).status).toBe(403);
+      expect(
+        (await admin(request(server).post('/admin/limits/2-per-30s'), 'guess').send(raise)).status,
+      ).toBe(403);
+
+      // This client's two calls are used up (by the first test, or here).
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await request(server).get('/hello/sayHi')).status);
+      expect(statuses).toContain(429);
+      const set = await post('2-per-30s', raise);
+      expect(set.status).toBe(201);
+      expect(set.body).toEqual([
+        expect.objectContaining({
+          policy: '2-per-30s',
+          threshold: 5,
+          expiresInMs: expect.any(Number),
+        }),
+      ]);
+      const raised = [];
+      for (let i = 0; i < 4; i++) raised.push(await request(server).get('/hello/sayHi'));
+      expect(raised.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+      expect(raised[0].headers['ratelimit-policy']).toBe('"2-per-30s";q=5;w=30');
+
+      const unknown = await post('2-per-31s', raise);
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.message).toMatch(/did you mean "2-per-30s"\?/);
+      const bad = await post('2-per-30s', { threshold: -1 });
+      expect(bad.status).toBe(400);
+      expect(bad.body.message).toMatch(/threshold must be a positive integer, got -1/);
+
+      const listed = await admin(request(server).get('/admin/limits'));
+      expect(listed.body).toHaveLength(1);
+      const cleared = await admin(request(server).delete('/admin/limits/2-per-30s'));
+      expect(cleared.body).toEqual({ cleared: true });
+      const back = await request(server).get('/hello/sayHi');
+      expect(back.status).toBe(429);
+      expect(back.headers['ratelimit-policy']).toBe('"2-per-30s";q=2;w=30');
+    } finally {
+      if (saved === undefined) delete process.env.ADMIN_TOKEN;
+      else process.env.ADMIN_TOKEN = saved;
+    }
+  });
 });
 
 describe.each([

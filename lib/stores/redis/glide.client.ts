@@ -1,6 +1,7 @@
 import { GlideLink, isConnectionFailure } from './glide-connection.js';
 import { glideRecord, repliesByNode, serverError } from './glide-replies.js';
 import { GlideSlotMap } from './glide-slots.js';
+import { glideSubscription } from './glide.subscriber.js';
 import { alreadyLoaded, isNoScript, type ScriptClient } from './script-client.js';
 
 /** Where a GLIDE cluster client sends a command; a single-server client takes none. */
@@ -130,6 +131,7 @@ export function glideScripts(client: ValkeyGlideClient): ScriptClient {
       return Promise.resolve();
     },
     nodeOf: slots === undefined ? undefined : (key) => slots.nodeOf(key),
+    subscribe: (channel, handlers) => glideSubscription(client, channel, handlers),
   };
 }
 

@@ -1,5 +1,6 @@
 import { type Socket } from 'node:net';
 import { type Cluster, type Redis } from 'ioredis';
+import { ioredisSubscription } from './ioredis.subscriber.js';
 import { keySlot } from './key-slot.js';
 import { ConnectionLostError } from './lost-replies.js';
 import { alreadyLoaded, configRecord, isNoScript, type ScriptClient } from './script-client.js';
@@ -86,6 +87,7 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
     nodeOf: client.isCluster
       ? (key) => (client as Cluster).slots[keySlot(key)]?.[0] ?? ''
       : undefined,
+    subscribe: (channel, handlers) => ioredisSubscription(client, channel, handlers),
   };
 }
 

@@ -1,4 +1,5 @@
 import { keySlot } from './key-slot.js';
+import { type NodeRedisSubscriber, nodeRedisSubscription } from './node-redis.subscriber.js';
 import {
   alreadyLoaded,
   configRecord,
@@ -142,6 +143,8 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
       if ((await Promise.race([closed, giveUp])) === 'late') client.destroy();
       clearTimeout(timer);
     },
+    subscribe: (channel, handlers) =>
+      nodeRedisSubscription(client as NodeRedisSubscriber, channel, handlers),
   };
 }
 

@@ -98,6 +98,16 @@ export class RedisStore extends OperationStore {
     return this.scripts.library;
   }
 
+  /**
+   * The client as the store runs it, for the other parts kept in the same Redis (the overrides,
+   * see `RedisOverrideSource.forStore`). Not for applications.
+   *
+   * @internal
+   */
+  get scriptClient(): ScriptClient {
+    return this.scripts;
+  }
+
   /** Whether a decision sent now would reach Redis at once (else it fails without sending). */
   get connected(): boolean {
     return this.scripts.ready();

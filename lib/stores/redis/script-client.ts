@@ -1,3 +1,4 @@
+import { type ChannelSubscription, type SubscriptionHandlers } from './channel-subscription.js';
 import { type DecisionScript } from './scripts.js';
 
 /** Script arguments as the store builds them. */
@@ -60,6 +61,12 @@ export interface ScriptClient {
    * `host:port`, or '' while the map does not know. Absent on a single-server client.
    */
   readonly nodeOf?: (key: string) => string;
+  /**
+   * Subscribes to `channel` on a connection of its own, made in the background: a copy of the
+   * client, or for GLIDE, which takes its subscriptions only when a client is created, a new
+   * client with the same options.
+   */
+  readonly subscribe?: (channel: string, handlers: SubscriptionHandlers) => ChannelSubscription;
 }
 
 /** Whether a Redis error reply says the server does not hold the script. */

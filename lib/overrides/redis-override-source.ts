@@ -1,0 +1,194 @@
+import { configError } from '../policy/validation.js';
+import { type ChannelSubscription } from '../stores/redis/channel-subscription.js';
+import { type RedisStore } from '../stores/redis/redis.store.js';
+import { type ScriptClient, StoreNotConnectedError } from '../stores/redis/script-client.js';
+import { OVERRIDES_SCRIPT } from './override-script.js';
+import {
+  type LimitOverride,
+  type OverrideEntry,
+  type OverrideSource,
+  type OverrideWrite,
+} from './override-source.js';
+
+/**
+ * How long the hash lives while it holds an override without ttl, renewed by every `set` and every
+ * `list`: such an override lasts until cleared as long as some instance lists the overrides at
+ * least once in this time, which every running instance does on its own period.
+ */
+export const LASTING_OVERRIDE_HORIZON_MS = 30 * 24 * 3600 * 1000;
+
+/** What the script answers when the server refused `TIME` inside it (see `overrides.lua`). */
+const TIME_REFUSED = -2;
+
+/**
+ * The overrides in force on every instance that shares a Redis: one hash per key prefix,
+ * `<prefix>:{overrides}` (its own hash tag, so one slot on a cluster), changed and read by one
+ * atomic script call each (`overrides.lua`), on Redis's clock. Each change is published on
+ * `<prefix>:{overrides}:changed`, which {@link watch} follows on a connection of its own (see
+ * docs/redis.md, Override keys). Where the client can give none, instances converge on the
+ * registry's periodic reading alone.
+ *
+ * @example
+ * ```ts
+ * const source = RedisOverrideSource.forStore(new RedisStore({ client }), 'rate-limit');
+ * await source.set({ policy: 'api', tracker: 'tenant-7', limit: { threshold: 500 }, ttlMs: 60_000 });
+ * source.watch(() => void source.list().then(apply));
+ * ```
+ */
+export class RedisOverrideSource implements OverrideSource {
+  private readonly key: string;
+  private readonly channel: string;
+  private readonly listeners = new Set<() => void>();
+  private subscription: ChannelSubscription | undefined;
+  private closed = false;
+
+  private constructor(
+    private readonly scripts: ScriptClient,
+    keyPrefix: string,
+  ) {
+    this.key = `${keyPrefix}:{overrides}`;
+    this.channel = `${this.key}:changed`;
+  }
+
+  /** The source on the client of `store`, for the module's `keyPrefix`. */
+  static forStore(store: RedisStore, keyPrefix: string): RedisOverrideSource {
+    return new RedisOverrideSource(store.scriptClient, keyPrefix);
+  }
+
+  /**
+   * Rejects a `ttlMs` that is not a positive whole number of ms: the hash's TTL is made from it,
+   * and none of those could be one.
+   */
+  async set(write: OverrideWrite): Promise<void> {
+    const ttlMs = write.ttlMs;
+    if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs > 0)) {
+      throw configError('RedisOverrideSource.set', 'ttlMs', ttlMs, 'a positive whole number of ms');
+    }
+    const { threshold, periodMs, burst } = write.limit;
+    const limit = JSON.stringify({ threshold, periodMs, burst });
+    const ttl = ttlMs === undefined ? '' : String(ttlMs);
+    const horizon = String(LASTING_OVERRIDE_HORIZON_MS);
+    await this.run('set', this.channel, fieldOf(write.policy, write.tracker), limit, ttl, horizon);
+  }
+
+  async clear(policy: string, tracker?: string): Promise<boolean> {
+    const reply = await this.run('clear', this.channel, fieldOf(policy, tracker));
+    return Number(reply[1]) > 0;
+  }
+
+  async list(): Promise<OverrideEntry[]> {
+    const reply = await this.run('list', String(LASTING_OVERRIDE_HORIZON_MS));
+    const entries: OverrideEntry[] = [];
+    for (let i = 1; i + 2 < reply.length; i += 3) {
+      const entry = entryOf(String(reply[i]), String(reply[i + 1]), Number(reply[i + 2]));
+      if (entry !== undefined) entries.push(entry);
+    }
+    return entries;
+  }
+
+  /**
+   * Calls `changed` on each change published, once the subscription is first in place (a change
+   * made before it would otherwise go unnoticed until the next periodic reading), and again each
+   * time it is back after its connection was lost. Never throws; a subscription that cannot be
+   * made only leaves the periodic reading.
+   */
+  watch(changed: () => void): void {
+    if (this.closed) return;
+    this.listeners.add(changed);
+    if (this.subscription !== undefined) return;
+    const notify = () => {
+      for (const listener of this.listeners) {
+        try {
+          listener();
+        } catch {
+          // One watcher's failure must not stop the others, nor reach the client's events.
+        }
+      }
+    };
+    try {
+      this.subscription = this.scripts.subscribe?.(this.channel, {
+        message: notify,
+        subscribed: notify,
+      });
+    } catch {
+      // A client that cannot subscribe: the periodic reading stands in.
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    await subscription?.close();
+  }
+
+  /**
+   * Runs one operation of the script, on Redis's clock; where the server refuses `TIME` inside
+   * scripts, on its clock read just before (see `overrides.lua`). Nothing is sent while the client
+   * is not connected: it would wait in the client's queue.
+   */
+  private async run(op: string, ...args: string[]): Promise<unknown[]> {
+    if (!this.scripts.ready()) throw new StoreNotConnectedError(this.scripts.library);
+    let reply = (await this.scripts.run(OVERRIDES_SCRIPT, [this.key], [op, '', ...args])) as [
+      number,
+      ...unknown[],
+    ];
+    if (Number(reply[0]) === TIME_REFUSED) {
+      const now = await this.serverTimeMs();
+      reply = (await this.scripts.run(OVERRIDES_SCRIPT, [this.key], [op, now, ...args])) as [
+        number,
+        ...unknown[],
+      ];
+    }
+    return reply;
+  }
+
+  /**
+   * Redis's clock in ms, read outside a script: `TIME`, else `INFO server`'s `server_time_usec`.
+   * Where both are refused this rejects: the overrides keep to one clock, never this machine's.
+   */
+  private async serverTimeMs(): Promise<string> {
+    const reply = await this.scripts.command(['TIME']).catch(() => undefined);
+    if (Array.isArray(reply)) {
+      return String(Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000));
+    }
+    const info = String(await this.scripts.command(['INFO', 'server']));
+    const micros = /server_time_usec:(\d+)/.exec(info)?.[1];
+    if (micros === undefined) throw new Error('Redis gave no time: TIME refused, INFO server too');
+    return String(Math.floor(Number(micros) / 1000));
+  }
+}
+
+/** The hash field of a policy and tracker: a JSON array, which no tracker string can break. */
+function fieldOf(policy: string, tracker: string | undefined): string {
+  return JSON.stringify(tracker === undefined ? [policy] : [policy, tracker]);
+}
+
+/** An override read back from its field, limit and time left; undefined when not one of ours. */
+function entryOf(field: string, limitJson: string, leftMs: number): OverrideEntry | undefined {
+  let key: unknown;
+  let stored: Record<string, unknown>;
+  try {
+    key = JSON.parse(field);
+    stored = JSON.parse(limitJson) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(key) || typeof key[0] !== 'string') return undefined;
+  if (key.length > 2 || (key.length === 2 && typeof key[1] !== 'string')) return undefined;
+  if (stored === null || typeof stored !== 'object' || typeof stored.threshold !== 'number') {
+    return undefined;
+  }
+  const limit: { -readonly [K in keyof LimitOverride]: LimitOverride[K] } = {
+    threshold: stored.threshold,
+  };
+  if (typeof stored.periodMs === 'number') limit.periodMs = stored.periodMs;
+  if (typeof stored.burst === 'number') limit.burst = stored.burst;
+  return {
+    policy: key[0] as string,
+    ...(key.length === 2 ? { tracker: key[1] as string } : {}),
+    limit,
+    ...(leftMs >= 0 ? { expiresInMs: leftMs } : {}),
+  };
+}
