@@ -20,6 +20,8 @@ import {
 import { type Limiter } from './support/limiter.js';
 import { fixed, integer, ms, ratio, table } from './support/markdown.js';
 import { type MeasuredRun, measuredRun } from './support/measured-run.js';
+import { type OverrideRowId, overridesOnMemory, renderOverrides } from './support/override-rows.js';
+import { type SideBySide } from './support/side-by-side.js';
 import {
   renderTelemetry,
   type TelemetryComparison,
@@ -43,6 +45,8 @@ export interface DecisionsResult {
   readonly inline: { readonly redis: InlineComparison; readonly memory: InlineComparison };
   /** A decision with telemetry off, with the API and no SDK, with the SDK, on memory. */
   readonly telemetry: TelemetryComparison;
+  /** A decision with no override in force, with one elsewhere, with several kinds on its policy. */
+  readonly overrides: SideBySide<OverrideRowId>;
 }
 
 const COLUMNS = [
@@ -104,6 +108,7 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
   }
   const memory = await inlineOnMemory(ctx.quick);
   const telemetry = await telemetryOnMemory(ctx.quick);
+  const overrides = await overridesOnMemory(ctx.quick);
 
   // A round the fallback answered part of measures the fallback, not Redis: the median is taken
   // over the clean rounds when there is one.
@@ -199,6 +204,15 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
     renderInline(redis, memory, ctx.quick),
     '',
     renderTelemetry(telemetry),
+    '',
+    renderOverrides(overrides),
   ].join('\n');
-  return { markdown, perSecond, ratio: pairedRatio, inline: { redis, memory }, telemetry };
+  return {
+    markdown,
+    perSecond,
+    ratio: pairedRatio,
+    inline: { redis, memory },
+    telemetry,
+    overrides,
+  };
 }

@@ -5,7 +5,6 @@
  */
 import 'reflect-metadata';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Test } from '@nestjs/testing';
 import {
   type Context,
   type ContextManager,
@@ -25,17 +24,21 @@ import { type RateLimitTelemetry } from '../../lib/telemetry/rate-limit-telemetr
 import {
   type RateLimitDecision,
   type RateLimitModuleOptions,
-  RateLimitModule,
   type RateLimitPolicy,
-  RateLimitService,
+  type RateLimitService,
 } from '../../lib/index.js';
-import { progress } from './bench-context.js';
 import { median } from './closed-loop.js';
-import { integer, ratio, table } from './markdown.js';
+import { integer, table } from './markdown.js';
+import {
+  consumeRate,
+  SIDE_BY_SIDE_KEYS as KEYS,
+  SIDE_BY_SIDE_ROUNDS as ROUNDS,
+  SIDE_BY_SIDE_WARMUP as WARMUP,
+  sideBySide,
+  sideBySideCells,
+  startMemoryService,
+} from './side-by-side.js';
 
-const KEYS = 10_000;
-const ROUNDS = 5;
-const WARMUP = 20_000;
 const POLICY: RateLimitPolicy = { algorithm: 'fixed-window', period: 60, threshold: 1_000_000 };
 
 export type TelemetryRowId = 'off' | 'api' | 'sdk' | 'traced-off' | 'traced';
@@ -82,13 +85,8 @@ class CollectingReader extends MetricReader {
 }
 
 async function startService(options: RateLimitModuleOptions) {
-  const moduleRef = await Test.createTestingModule({
-    imports: [RateLimitModule.forRoot(options)],
-  }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
-  await app.init();
-  const telemetry = app.get<RateLimitTelemetry>(RATE_LIMIT_TELEMETRY);
-  return { app, service: app.get(RateLimitService), telemetry };
+  const { app, service } = await startMemoryService(options);
+  return { app, service, telemetry: app.get<RateLimitTelemetry>(RATE_LIMIT_TELEMETRY) };
 }
 
 const RECORDS = 1_000_000;
@@ -122,8 +120,6 @@ async function recordCost(
 }
 
 export async function telemetryOnMemory(quick: boolean): Promise<TelemetryComparison> {
-  const calls = quick ? 20_000 : 200_000;
-  const keys = Array.from({ length: KEYS }, (_, k) => `user:${k}`);
   metrics.disable();
   const off = await startService({ telemetry: false });
   const api = await startService({});
@@ -145,14 +141,7 @@ export async function telemetryOnMemory(quick: boolean): Promise<TelemetryCompar
     traced: sdk.service,
   };
   const loop = async (id: TelemetryRowId, n: number) => {
-    const service = services[id];
-    const once = async () => {
-      const started = performance.now();
-      for (let i = 0; i < n; i++) {
-        if (!(await service.consume(keys[i % KEYS], POLICY)).allowed) throw new Error('rejected');
-      }
-      return n / ((performance.now() - started) / 1000);
-    };
+    const once = () => consumeRate(services[id], POLICY, n);
     if (id !== 'traced' && id !== 'traced-off') return once();
     // Tracing is registered for this row alone: the others run as an app without it does.
     trace.setGlobalTracerProvider(tracerProvider);
@@ -172,9 +161,7 @@ export async function telemetryOnMemory(quick: boolean): Promise<TelemetryCompar
       context.disable();
     }
   };
-  const gc = (globalThis as { gc?: () => void }).gc;
   const ids: TelemetryRowId[] = ['off', 'api', 'sdk', 'traced-off', 'traced'];
-  const runs = new Map<TelemetryRowId, number[]>(ids.map((id) => [id, []]));
   const records = new Map<TelemetryRowId, number[]>(ids.map((id) => [id, []]));
   const storeCalls = new Map<TelemetryRowId, number[]>(ids.map((id) => [id, []]));
   const telemetries: Record<TelemetryRowId, RateLimitTelemetry> = {
@@ -204,39 +191,29 @@ export async function telemetryOnMemory(quick: boolean): Promise<TelemetryCompar
     }
   };
   try {
-    for (const id of ids) await loop(id, WARMUP);
-    for (let round = 0; round < ROUNDS; round++) {
-      // Rotated, so that no row always runs first or last.
-      for (const id of ids.map((_, k) => ids[(k + round) % ids.length])) {
-        gc?.();
-        const perSecond = await loop(id, calls);
-        runs.get(id)!.push(perSecond);
-        const cost = await record(id);
-        records.get(id)!.push(cost.decided);
-        storeCalls.get(id)!.push(cost.storeCall);
-        progress('decisions', `telemetry ${id} round ${round + 1}: ${integer(perSecond)}/s`);
-      }
-    }
+    const rows = await sideBySide('telemetry', ids, quick, loop, async (id) => {
+      const cost = await record(id);
+      records.get(id)!.push(cost.decided);
+      storeCalls.get(id)!.push(cost.storeCall);
+    });
+    return {
+      calls: rows.calls,
+      perSecond: rows.perSecond,
+      vsOff: rows.vsBaseline,
+      recordNs: new Map(ids.map((id) => [id, median(records.get(id)!)])),
+      storeCallNs: new Map(ids.map((id) => [id, median(storeCalls.get(id)!)])),
+    };
   } finally {
     for (const { app } of [off, api, sdk]) await app.close();
     metrics.disable();
     await meterProvider.shutdown();
     await tracerProvider.shutdown();
   }
-  const offRuns = runs.get('off')!;
-  return {
-    calls,
-    perSecond: new Map(ids.map((id) => [id, median(runs.get(id)!)])),
-    vsOff: new Map(ids.map((id) => [id, median(runs.get(id)!.map((v, k) => v / offRuns[k]))])),
-    recordNs: new Map(ids.map((id) => [id, median(records.get(id)!)])),
-    storeCallNs: new Map(ids.map((id) => [id, median(storeCalls.get(id)!)])),
-  };
 }
 
 /** The table of the decisions section that shows what telemetry costs. */
 export function renderTelemetry(c: TelemetryComparison): string {
   const ids: TelemetryRowId[] = ['off', 'api', 'sdk', 'traced-off', 'traced'];
-  const offUs = 1e6 / c.perSecond.get('off')!;
   return [
     '### Telemetry',
     '',
@@ -250,18 +227,12 @@ export function renderTelemetry(c: TelemetryComparison): string {
         'decided() ns',
         'storeCall() ns',
       ],
-      ids.map((id) => {
-        const us = 1e6 / c.perSecond.get(id)!;
-        return [
-          LABELS[id],
-          integer(c.perSecond.get(id)!),
-          ratio(c.vsOff.get(id)!),
-          us.toFixed(2),
-          id === 'off' ? '–' : (us - offUs).toFixed(2),
-          c.recordNs.get(id)!.toFixed(0),
-          c.storeCallNs.get(id)!.toFixed(0),
-        ];
-      }),
+      ids.map((id) => [
+        LABELS[id],
+        ...sideBySideCells(c.perSecond, c.vsOff, id, 'off'),
+        c.recordNs.get(id)!.toFixed(0),
+        c.storeCallNs.get(id)!.toFixed(0),
+      ]),
     ),
     '',
     `\`RateLimitService.consume\` on the memory store (\`RateLimitModule.forRoot({})\`, no Redis), ` +
