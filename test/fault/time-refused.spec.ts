@@ -13,6 +13,7 @@ import { type Redis } from 'ioredis';
 import { RateLimitModule, RateLimitService, RedisStore } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { CLOCK_DOCS } from '../../lib/stores/redis/caller-clock.js';
+import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { policyArg } from '../../lib/stores/redis/policy-args.js';
 import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
 import { CLIENT_KINDS, openClient } from '../support/clients.js';
@@ -276,8 +277,9 @@ describe('on a cluster whose default user may not run TIME', () => {
   it.each(CLIENT_KINDS)('decides exactly on every master, warning once (%s)', async (kind) => {
     const store = new RedisStore({ client: await cluster().connect(kind), answerWithinMs: 1000 });
     await store.warmUp();
-    // Keys under several hash tags, so that every master decides some.
-    const keys = Array.from({ length: 6 }, () => `clock:{${randomUUID()}}`);
+    // Two keys on each master, so that every master decides some.
+    const masters = await cluster().masters();
+    const keys = masters.flatMap((master) => keysServedBy(master.slots, 2));
     for (const key of keys) {
       const allowed: boolean[] = [];
       for (let i = 0; i < LIMIT + 1; i++) {
@@ -289,8 +291,19 @@ describe('on a cluster whose default user may not run TIME', () => {
     await waitFor('the slot map', 5000, async () =>
       keys.every((key) => store.nodeOf([key]) !== '') ? true : 'some slots unknown',
     );
-    expect(new Set(keys.map((key) => store.nodeOf([key]))).size).toBeGreaterThan(1);
+    expect(new Set(keys.map((key) => store.nodeOf([key]))).size).toBe(masters.length);
     expect(logs.clock).toHaveLength(1);
     expect(logs.clock[0]).toContain('read with INFO server');
   });
 });
+
+/** `count` keys, each under a hash tag of its own, whose slots fall in `slots`. */
+function keysServedBy(slots: ReadonlyArray<readonly [number, number]>, count: number): string[] {
+  const keys: string[] = [];
+  while (keys.length < count) {
+    const key = `clock:{${randomUUID()}}`;
+    const slot = keySlot(key);
+    if (slots.some(([from, to]) => slot >= from && slot <= to)) keys.push(key);
+  }
+  return keys;
+}
