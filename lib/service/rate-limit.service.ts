@@ -1,17 +1,14 @@
-import { algorithmOf } from '../algorithms/registry.js';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { acquirePermit, type RateLimitPermit } from './permit.js';
-import { RouteKeys } from '../route/route-keys.js';
+import { ServiceLimits } from './service-limits.js';
 import { type AcquireOptions, checkCallOptions, type ConsumeOptions } from './service-options.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
-import { PolicyCache } from './policy-cache.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
-import { checkCount, configError, parseDuration } from '../policy/validation.js';
-import { execute, type Limits, type StoreCall, type StoreOperation } from '../stores/store-call.js';
-import { encodeKeyPart } from '../route/route-keys.js';
+import { configError, parseDuration } from '../policy/validation.js';
+import { execute, type StoreCall, type StoreOperation } from '../stores/store-call.js';
 import {
   clearOverride,
   listOverrides,
@@ -46,8 +43,7 @@ const WHERE: Readonly<Record<StoreOperation, string>> = {
  */
 @Injectable()
 export class RateLimitService {
-  private readonly keys: RouteKeys;
-  private readonly compiled: PolicyCache;
+  private readonly limits: ServiceLimits;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
@@ -58,8 +54,7 @@ export class RateLimitService {
     @Inject(RATE_LIMIT_TELEMETRY)
     private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
   ) {
-    this.keys = new RouteKeys(options.keyPrefix);
-    this.compiled = new PolicyCache((policies) => registry.known.notePolicies(policies));
+    this.limits = new ServiceLimits(options.keyPrefix, registry);
   }
 
   /**
@@ -262,7 +257,7 @@ export class RateLimitService {
     options: AcquireOptions | undefined,
   ): Promise<RateLimitPermit> {
     checkCallOptions(options, true, where);
-    const { keys, policies, costs } = this.prepare(where, key, policy, options, true);
+    const { keys, policies, costs } = this.limits.of(where, key, policy, options, true);
     return acquirePermit(
       this.store,
       this.leases,
@@ -284,41 +279,9 @@ export class RateLimitService {
   ): Promise<RateLimitDecision> {
     const where = WHERE[op];
     checkCallOptions(options, false, where);
-    const limits = this.prepare(where, key, policy, options, op !== 'consume');
+    const limits = this.limits.of(where, key, policy, options, op !== 'consume');
     const decided = execute(this.store, { ...extras, op, limits });
     // Only consume decides: peek records nothing; refund, reset and block are no requests.
     return op === 'consume' ? this.telemetry.counted(where, decided) : decided;
-  }
-
-  private prepare(
-    where: string,
-    key: string,
-    policy: RateLimitPolicy | readonly RateLimitPolicy[],
-    options: ConsumeOptions | undefined,
-    leasesAllowed: boolean,
-  ): Limits {
-    if (typeof key !== 'string' || key === '')
-      throw configError(where, 'key', key, 'a non-empty string');
-    const compiled = this.compiled.get(policy, where);
-    const { costs, leases } = compiled;
-    let { policies } = compiled;
-    // A lease nobody releases would hold its slot for a whole period.
-    if (leases && !leasesAllowed) {
-      throw configError(
-        where,
-        'algorithm',
-        policies.find((p) => algorithmOf(p.algorithm).holdsLeases)!.algorithm,
-        'used through acquire() or run(), which release the lease',
-      );
-    }
-    const cost = options?.cost === undefined ? undefined : checkCount(options.cost, 'cost', where);
-    const keys = this.keys.forService(key, policies);
-    const registry = this.registry;
-    // Keys first: an overridden policy keeps its id, so its key and the usage it holds stay.
-    if (registry.size !== 0) {
-      const part = registry.wantsTrackers(policies) ? encodeKeyPart(key) : undefined;
-      policies = registry.apply(policies, part, true);
-    }
-    return { keys, policies, costs: cost === undefined ? costs : policies.map(() => cost) };
   }
 }

@@ -5,9 +5,9 @@ import { giveBackLate } from '../late-replies.js';
 import { OperationStore } from '../operation-store.js';
 import { type Limits, type StoreCall } from '../store-call.js';
 import { type Clock, type RateLimitDecision } from '../store.interface.js';
-import { StoreTimeoutError } from '../deadlines.js';
 import { type RedisClient, scriptClientFor } from './redis-client.js';
 import { type MemoryPolicy, type RedisStoreOptions } from './redis-store-options.js';
+import { pingWithin } from './ping.js';
 import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { CallerClock, TIME_REFUSED } from './caller-clock.js';
@@ -123,22 +123,9 @@ export class RedisStore extends OperationStore {
    * once, sending nothing, while the client is not connected, and when no reply comes within
    * `withinMs`. For health checks: decisions never wait on it.
    */
-  async ping(withinMs: number): Promise<number> {
-    if (!this.scripts.ready()) throw this.notConnected;
-    const startedAt = performance.now();
-    const reply = this.scripts.command(['PING']);
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreTimeoutError(withinMs)), withinMs);
-    });
-    // A reply that comes after the bound has nobody waiting for it.
-    reply.catch(() => {});
-    try {
-      await Promise.race([reply, late]);
-    } finally {
-      clearTimeout(timer);
-    }
-    return performance.now() - startedAt;
+  ping(withinMs: number): Promise<number> {
+    if (!this.scripts.ready()) return Promise.reject(this.notConnected);
+    return pingWithin(this.scripts, withinMs);
   }
 
   /**

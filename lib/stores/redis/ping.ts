@@ -1,0 +1,24 @@
+import { StoreTimeoutError } from '../deadlines.js';
+import { type ScriptClient } from './script-client.js';
+
+/**
+ * Sends PING through `client` and resolves with the round trip in ms; rejects when no reply
+ * comes within `withinMs`. For health checks, which are rare: the one timer is theirs, and
+ * decisions never wait on it.
+ */
+export async function pingWithin(client: ScriptClient, withinMs: number): Promise<number> {
+  const startedAt = performance.now();
+  const reply = client.command(['PING']);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreTimeoutError(withinMs)), withinMs);
+  });
+  // A reply that comes after the bound has nobody waiting for it.
+  reply.catch(() => {});
+  try {
+    await Promise.race([reply, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+  return performance.now() - startedAt;
+}
