@@ -4,21 +4,15 @@
  * and a reader, and with that SDK inside a sampled span (the decision becomes a span event).
  */
 import 'reflect-metadata';
-import { AsyncLocalStorage } from 'node:async_hooks';
-import {
-  type Context,
-  type ContextManager,
-  context,
-  metrics,
-  ROOT_CONTEXT,
-  trace,
-} from '@opentelemetry/api';
-import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { context, metrics, trace } from '@opentelemetry/api';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { CollectingReader } from '../../test/support/otel.js';
 import { RATE_LIMIT_TELEMETRY } from '../../lib/rate-limit.constants.js';
 import { type RateLimitTelemetry } from '../../lib/telemetry/rate-limit-telemetry.js';
 import {
@@ -60,28 +54,6 @@ export interface TelemetryComparison {
   readonly recordNs: ReadonlyMap<TelemetryRowId, number>;
   /** Per row, the median ns a `storeCall()` (a Redis call timed) takes. */
   readonly storeCallNs: ReadonlyMap<TelemetryRowId, number>;
-}
-
-/** The context manager Node's SDK registers, so that a span stays active across awaits. */
-class AsyncLocalContextManager implements ContextManager {
-  private readonly storage = new AsyncLocalStorage<Context>();
-  active = () => this.storage.getStore() ?? ROOT_CONTEXT;
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
-    ctx: Context,
-    fn: F,
-    thisArg?: ThisParameterType<F>,
-    ...args: A
-  ): ReturnType<F> {
-    return this.storage.run(ctx, () => fn.apply(thisArg, args));
-  }
-  bind = <T>(_ctx: Context, target: T): T => target;
-  enable = () => this;
-  disable = () => this;
-}
-
-class CollectingReader extends MetricReader {
-  protected onShutdown = () => Promise.resolve();
-  protected onForceFlush = () => Promise.resolve();
 }
 
 async function startService(options: RateLimitModuleOptions) {
@@ -132,7 +104,7 @@ export async function telemetryOnMemory(quick: boolean): Promise<TelemetryCompar
   const tracerProvider = new BasicTracerProvider({
     spanProcessors: [new SimpleSpanProcessor(spans)],
   });
-  const contextManager = new AsyncLocalContextManager();
+  const contextManager = new AsyncLocalStorageContextManager();
   const services: Record<TelemetryRowId, RateLimitService> = {
     off: off.service,
     api: api.service,
@@ -140,17 +112,16 @@ export async function telemetryOnMemory(quick: boolean): Promise<TelemetryCompar
     'traced-off': off.service,
     traced: sdk.service,
   };
-  const loop = async (id: TelemetryRowId, n: number) => {
-    const once = () => consumeRate(services[id], POLICY, n);
-    if (id !== 'traced' && id !== 'traced-off') return once();
-    // Tracing is registered for this row alone: the others run as an app without it does.
+  // Tracing is registered for the traced rows alone: the others run as an app without it does.
+  // One span around the run: every decision in it is recorded on that span.
+  const traced = async <T>(id: TelemetryRowId, run: () => Promise<T>): Promise<T> => {
+    if (id !== 'traced' && id !== 'traced-off') return run();
     trace.setGlobalTracerProvider(tracerProvider);
-    context.setGlobalContextManager(contextManager);
-    // One span around the loop: every decision in it is recorded on that span.
+    context.setGlobalContextManager(contextManager.enable());
     try {
       return await trace.getTracer('bench').startActiveSpan('bench', async (span) => {
         try {
-          return await once();
+          return await run();
         } finally {
           span.end();
           spans.reset();
@@ -161,6 +132,8 @@ export async function telemetryOnMemory(quick: boolean): Promise<TelemetryCompar
       context.disable();
     }
   };
+  const loop = (id: TelemetryRowId, n: number) =>
+    traced(id, () => consumeRate(services[id], POLICY, n));
   const ids: TelemetryRowId[] = ['off', 'api', 'sdk', 'traced-off', 'traced'];
   const records = new Map<TelemetryRowId, number[]>(ids.map((id) => [id, []]));
   const storeCalls = new Map<TelemetryRowId, number[]>(ids.map((id) => [id, []]));
@@ -172,24 +145,8 @@ export async function telemetryOnMemory(quick: boolean): Promise<TelemetryCompar
     traced: sdk.telemetry,
   };
   const decision = await off.service.consume('record', POLICY);
-  const record = async (id: TelemetryRowId) => {
-    if (id !== 'traced' && id !== 'traced-off') return recordCost(telemetries[id], decision, spans);
-    trace.setGlobalTracerProvider(tracerProvider);
-    context.setGlobalContextManager(contextManager);
-    try {
-      return await trace.getTracer('bench').startActiveSpan('bench', async (span) => {
-        try {
-          return await recordCost(telemetries[id], decision, spans);
-        } finally {
-          span.end();
-          spans.reset();
-        }
-      });
-    } finally {
-      trace.disable();
-      context.disable();
-    }
-  };
+  const record = (id: TelemetryRowId) =>
+    traced(id, () => recordCost(telemetries[id], decision, spans));
   try {
     const rows = await sideBySide('telemetry', ids, quick, loop, async (id) => {
       const cost = await record(id);

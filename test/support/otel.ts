@@ -3,16 +3,8 @@
  * tracer provider exporting to memory, and a context manager on AsyncLocalStorage (the one Node's
  * SDK registers), installed as the API's globals before the application under test is created.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
-import {
-  type Attributes,
-  type Context,
-  type ContextManager,
-  context,
-  metrics,
-  ROOT_CONTEXT,
-  trace,
-} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { type Attributes, context, metrics, trace } from '@opentelemetry/api';
 import {
   type DataPoint,
   type Histogram,
@@ -26,36 +18,8 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 
-class AsyncLocalContextManager implements ContextManager {
-  private readonly storage = new AsyncLocalStorage<Context>();
-  active(): Context {
-    return this.storage.getStore() ?? ROOT_CONTEXT;
-  }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
-    ctx: Context,
-    fn: F,
-    thisArg?: ThisParameterType<F>,
-    ...args: A
-  ): ReturnType<F> {
-    return this.storage.run(ctx, () => fn.apply(thisArg, args));
-  }
-  bind<T>(ctx: Context, target: T): T {
-    if (typeof target !== 'function') return target;
-    const run = (...args: unknown[]) =>
-      this.with(ctx, target as (...a: unknown[]) => unknown, undefined, ...args);
-    return run as T;
-  }
-  enable(): this {
-    return this;
-  }
-  disable(): this {
-    this.storage.disable();
-    return this;
-  }
-}
-
 /** A reader collected on demand, as a Prometheus scrape would. */
-class CollectingReader extends MetricReader {
+export class CollectingReader extends MetricReader {
   protected onShutdown(): Promise<void> {
     return Promise.resolve();
   }
@@ -91,7 +55,7 @@ export function startTelemetry(): TestTelemetry {
   context.disable();
   metrics.setGlobalMeterProvider(meterProvider);
   trace.setGlobalTracerProvider(tracerProvider);
-  context.setGlobalContextManager(new AsyncLocalContextManager().enable());
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   return {
     spans,
     collect: async () => {
