@@ -14,6 +14,12 @@ export interface Params {
   readonly limit: number;
   readonly burst: number;
   readonly cost: number;
+  /**
+   * A calendar policy's window starts (µs, ascending), from `CalendarWindow.bounds` (policy/calendar-window.ts): the
+   * window holding the caller's estimate of now is `[bounds[2], bounds[3])`; the algorithm uses
+   * the one that holds its own `now`. Undefined for windows of `periodUs` aligned to the epoch.
+   */
+  readonly bounds?: readonly number[];
 }
 
 /** A verdict's `retryAfterUs` when the cost can never fit: no wait would help. */

@@ -11,9 +11,9 @@ import { algorithmOf } from './registry.js';
 
 /**
  * What a call does, as `decide.lua` spells it: consume, peek, refund, reset (x), block, reserve
- * (w), release a lease (l), renew it (n).
+ * (w), release a lease (l), renew it (n), settle a reservation (s).
  */
-export type Operation = 'c' | 'p' | 'r' | 'x' | 'b' | 'w' | 'l' | 'n';
+export type Operation = 'c' | 'p' | 'r' | 'x' | 'b' | 'w' | 'l' | 'n' | 's';
 
 /** One policy of a call, as the script's arguments carry it. */
 export interface PolicyArgs extends Params {

@@ -29,6 +29,7 @@ const WHERE: Readonly<Record<StoreOperation, string>> = {
   reserve: 'RateLimitService.acquire',
   release: 'RateLimitService.acquire',
   renew: 'RateLimitService.acquire',
+  settle: 'RateLimitService.reserve',
 };
 
 /**

@@ -65,6 +65,15 @@ export function encodeCall(call: StoreCall): EncodedCall | undefined {
       const at = Math.max(0, Math.floor((call.maxWaitMs ?? 0) * 1000));
       return { op: 'w', at, blockUs: undefined, costs: undefined, applies: true };
     }
+    case 'settle':
+      // Signed costs: charged beyond the estimate, or given back, where `of` was counted.
+      return {
+        op: 's',
+        at: arrivalOf(call.of!),
+        blockUs: undefined,
+        costs: undefined,
+        applies: true,
+      };
     case 'release':
     case 'renew': {
       const lease = leaseOf(call.of!);

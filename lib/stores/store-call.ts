@@ -3,7 +3,7 @@ import { type RateLimitDecision, type RateLimitStore } from './store.interface.j
 
 /** What a store call does to the keys: the methods of {@link RateLimitStore} that decide. */
 export type StoreOperation =
-  'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'reserve' | 'release' | 'renew';
+  'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'reserve' | 'release' | 'renew' | 'settle';
 
 /** The policies one store call decides: each with its key and its cost, at the same index. */
 export interface Limits {
@@ -16,7 +16,12 @@ export interface Limits {
 export interface StoreCall {
   readonly op: StoreOperation;
   readonly limits: Limits;
-  /** `refund`: the decision whose request is given back; `release`, `renew`: whose leases. */
+  /**
+   * `refund`: the decision whose request is given back; `release`, `renew`: whose leases;
+   * `settle`: the reservation whose usage is settled. For `settle`, `limits.costs` are signed:
+   * what to charge each policy beyond the estimate (positive, even past the limit) or to give back
+   * (negative), in the window the reservation was counted in.
+   */
   readonly of?: RateLimitDecision;
   /** `block`: how long. */
   readonly durationMs?: number;
@@ -66,6 +71,7 @@ export function execute(store: RateLimitStore, call: StoreCall): Promise<RateLim
       return store.reserve!(keys, policies, costs, call.maxWaitMs ?? 0);
     case 'release':
     case 'renew':
+    case 'settle':
       return store[call.op]!(keys, policies, costs, call.of!);
     default:
       return store[call.op]!(keys, policies, costs);

@@ -147,6 +147,20 @@ export interface RateLimitStore {
     of: RateLimitDecision,
   ): Promise<RateLimitDecision>;
   /**
+   * Settles a reservation (`RateLimitService.reserve`): `deltas[i]` is what the call used beyond
+   * its estimate under `policies[i]`. A positive delta is charged even past the limit (a bucket
+   * goes into debt; a window records it in the window `of` was counted in); a negative one is
+   * given back as `refund` gives back `of`'s request; 0 leaves the policy alone. Answers with
+   * what is left, as `refund` does: `allowed` is false while a policy is over its limit. Needed
+   * by `RateLimitService.reserve` and by route policies with `settle`.
+   */
+  settle?(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    deltas: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision>;
+  /**
    * Names the server that decides on `keys`, so that failures are judged per server: when one
    * fails, only the decisions that go to it are answered by `onStoreError`. `RedisStore` answers
    * the `host:port` of a Cluster master, and '' for a single server. Unset: one server. Called on

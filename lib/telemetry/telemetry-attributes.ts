@@ -58,6 +58,7 @@ const OPERATIONS: readonly StoreOperation[] = [
   'reserve',
   'release',
   'renew',
+  'settle',
 ];
 const STATES: readonly StoreState[] = ['open', 'half_open', 'closed', 'degraded', 'recovered'];
 
