@@ -1,5 +1,6 @@
 import { type Algorithm } from '../algorithms/algorithm.js';
 import { algorithmOf, DEFAULT_ALGORITHM, isAlgorithm, REGISTRY } from '../algorithms/registry.js';
+import { type CalendarWindow } from './calendar-window.js';
 import { type FieldList } from './known-fields.js';
 import {
   checkCount,
@@ -112,6 +113,12 @@ export interface ResolvedPolicy {
   readonly blockUs: number;
   /** This policy's own answer while the store fails; undefined for the module's. */
   readonly onStoreError: StoreErrorPolicy | undefined;
+  /**
+   * Set for a quota by the calendar (`calendar`): its windows, in place of windows of `periodUs`
+   * aligned to the epoch; `periodUs` is then the unit's longest length (a day of 25 hours, a
+   * month of 31 days), for what needs one bound.
+   */
+  readonly calendar?: CalendarWindow;
 }
 
 /** The seed annotation's defaults: `@RateLimit(period = 60, threshold = 3)`. */
