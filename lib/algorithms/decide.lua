@@ -29,6 +29,11 @@
 --          <limit> <burst> <lock-out µs; 0: none> <cost>". A policy with a lock-out that rejects a
 --          request locks its key out from that moment: its state is replaced by the lock-out (see
 --          stand_in), and every request meanwhile is rejected without touching it (see `open`).
+--          A policy whose windows follow the calendar (fixed window and sliding counter only)
+--          carries, in place of the period, five consecutive window starts in µs joined by
+--          commas, "fw <b1>,<b2>,<b3>,<b4>,<b5> <limit> ...": [b3, b4) holds the caller's
+--          estimate of now, and the window that holds Redis's own is picked (see window_of).
+--          The caller joins them once per window.
 -- keys[#argv - 1], when there is one more key than policies: the decision's id key (see
 --          `once` below). A decision that writes carries one, so that it never applies twice.
 --
@@ -50,9 +55,17 @@ local function policy(arg)
     return p
   end
   local code, period, limit, burst, block, cost = string.match(arg, '^(%w+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+  local bounds = nil
+  if string.find(period, ',', 1, true) then
+    bounds = {}
+    for start in string.gmatch(period, '[^,]+') do
+      bounds[#bounds + 1] = tonumber(start)
+    end
+  end
   p = {
     algorithm = ALGORITHMS[code],
     period = tonumber(period),
+    bounds = bounds,
     limit = tonumber(limit),
     burst = tonumber(burst),
     cost = tonumber(cost),
@@ -67,7 +80,15 @@ end
 
 -- The same policy with no cost: what is left afterwards is what a request of no cost would see.
 local function costless(p)
-  return { algorithm = p.algorithm, period = p.period, limit = p.limit, burst = p.burst, cost = 0, block = p.block }
+  return {
+    algorithm = p.algorithm,
+    period = p.period,
+    bounds = p.bounds,
+    limit = p.limit,
+    burst = p.burst,
+    cost = 0,
+    block = p.block,
+  }
 end
 
 -- A decision's id key lives while a copy of the decision could still arrive: until its deadline,

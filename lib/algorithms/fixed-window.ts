@@ -1,4 +1,5 @@
 import { type AlgorithmTwin, ms, NEVER } from './algorithm.js';
+import { windowOf } from './windows.js';
 
 /** The current window's start (µs) and count; Redis packs the window number and count in one integer. */
 export interface WindowCount {
@@ -9,21 +10,23 @@ export interface WindowCount {
 interface Work {
   count: number;
   start: number;
+  /** µs from now (as `windowOf` counts it) to the window's end. */
+  left: number;
 }
 
 /** Twin of `fixed-window.lua`. `%` on non-negative doubles is exact, like Lua's math.fmod. */
 export const fixedWindow: AlgorithmTwin<WindowCount, Work> = {
   check(state, now, p) {
-    const start = now - (now % p.periodUs);
+    const { at, start, end } = windowOf(now, p);
     const count = state !== undefined && state.start === start ? state.count : 0;
-    const work = { count, start };
+    const work = { count, start, left: end - at };
     if (p.cost > p.limit) return { allowed: false, retryAfterUs: NEVER, work };
     if (count + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work };
-    return { allowed: false, retryAfterUs: start + p.periodUs - now, work };
+    return { allowed: false, retryAfterUs: work.left, work };
   },
 
-  after(now, p, { count, start }) {
-    return { remaining: p.limit - count - p.cost, resetAfterMs: ms(start + p.periodUs - now) };
+  after(_now, p, { count, left }) {
+    return { remaining: p.limit - count - p.cost, resetAfterMs: ms(left) };
   },
 
   commit(_state, now, p, work) {
@@ -41,12 +44,12 @@ export const fixedWindow: AlgorithmTwin<WindowCount, Work> = {
     if (at !== undefined && at < work.start) return null;
     const left = Math.max(work.count - p.cost, 0);
     if (left === 0) return undefined;
-    const resetAfterMs = ms(work.start + p.periodUs - now);
+    const resetAfterMs = ms(work.left);
     return { state: { start: work.start, count: left }, expiresAtUs: now + resetAfterMs * 1000 };
   },
 
-  status(_state, now, p, { count, start }) {
+  status(_state, _now, p, { count, left }) {
     if (count === 0) return { remaining: p.limit, resetAfterMs: 0 };
-    return { remaining: Math.max(p.limit - count, 0), resetAfterMs: ms(start + p.periodUs - now) };
+    return { remaining: Math.max(p.limit - count, 0), resetAfterMs: ms(left) };
   },
 };

@@ -1,18 +1,18 @@
--- Sliding-window counter: two clock-aligned windows, the previous one weighted by how much of it
--- the sliding window still covers: used = previous * (period - elapsed) / period + current.
--- O(1) memory (one small hash). Approximate: it assumes the previous window's requests were
--- spread evenly, so a span of one period can hold somewhat more than `limit` when they were not.
+-- Sliding-window counter: two windows aligned to the clock (or to the calendar, see window_of), the
+-- previous one weighted by the share of the current one still ahead, which is how much of the
+-- previous the sliding window still covers when both are as long: used = previous * (end - now) /
+-- (end - start) + current. O(1) memory (one small hash). Approximate: it assumes the previous
+-- window's requests were spread evenly, so a span of one period can hold somewhat more than
+-- `limit` when they were not.
+-- Each function reads the window with window_of, whose first value, the moment to count at, stands
+-- in for `now` (they differ only when a calendar policy's bounds do not cover now).
 
 ALGORITHMS.swc = {}
-
-local function swc_start(now, p)
-  return now - math.fmod(now, p.period)
-end
 
 -- This window's count and the previous one's; or, when the key is not a hash, only what stands
 -- there (see stand_in).
 function ALGORITHMS.swc.open(key, now, p)
-  local start = swc_start(now, p)
+  local _, start, _, before = window_of(now, p)
   local stored = redis.pcall('HMGET', key, 'w', 'c', 'p')
   if stored.err then
     return stand_in(key)
@@ -20,47 +20,47 @@ function ALGORITHMS.swc.open(key, now, p)
   local window, count = tonumber(stored[1]), tonumber(stored[2]) or 0
   if window == start then
     return nil, count, tonumber(stored[3]) or 0
-  elseif window == start - p.period then
+  elseif window == before then
     return nil, 0, count
   end
   return nil, 0, 0
 end
 
-local function swc_weighted(now, p, start, previous)
-  return previous * (p.period - (now - start)) / p.period
+local function swc_weighted(now, start, stop, previous)
+  return previous * (stop - now) / (stop - start)
 end
 
 function ALGORITHMS.swc.check(_, now, p, current, previous)
   if p.cost > p.limit then
     return 0, NEVER
   end
-  local start = swc_start(now, p)
-  local weighted = swc_weighted(now, p, start, previous)
+  local at, start, stop, _, after = window_of(now, p)
+  local weighted = swc_weighted(at, start, stop, previous)
   if weighted + current + p.cost <= p.limit then
     return 1, 0
   end
   local retry_at
   if current + p.cost <= p.limit then
     -- Later in this window, once the previous window's weight has decayed enough.
-    retry_at = start + p.period - (p.limit - current - p.cost) * p.period / previous
+    retry_at = stop - (p.limit - current - p.cost) * (stop - start) / previous
   else
     -- In the next window, once this window's count (then the previous) has decayed enough.
-    retry_at = start + p.period + math.max(0, p.period - (p.limit - p.cost) * p.period / current)
+    retry_at = stop + math.max(0, (after - stop) - (p.limit - p.cost) * (after - stop) / current)
   end
-  return 0, math.max(1, us(retry_at - now))
+  return 0, math.max(1, us(retry_at - at))
 end
 
 function ALGORITHMS.swc.after(now, p, current, previous)
-  local start = swc_start(now, p)
-  local weighted = swc_weighted(now, p, start, previous)
-  return math.floor(p.limit - weighted - current - p.cost), ms(start + 2 * p.period - now)
+  local at, start, stop, _, after = window_of(now, p)
+  local weighted = swc_weighted(at, start, stop, previous)
+  return math.floor(p.limit - weighted - current - p.cost), ms(after - at)
 end
 
 local function swc_write(key, now, p, slack, current, previous)
-  local start = swc_start(now, p)
+  local at, start, _, _, after = window_of(now, p)
   redis.call('HSET', key, 'w', start, 'c', current, 'p', previous)
   -- This window's count matters until the end of the next one, where it is the previous.
-  redis.call('PEXPIRE', key, ms(start + 2 * p.period - now) + slack)
+  redis.call('PEXPIRE', key, ms(after - at) + slack)
 end
 
 function ALGORITHMS.swc.commit(key, now, p, slack, current, previous)
@@ -71,8 +71,8 @@ end
 -- Gives `cost` back to the current window, never below zero; when `at` is given, to the window
 -- the request arrived in, if it still counts.
 function ALGORITHMS.swc.refund(key, now, p, slack, current, previous, at)
-  local start = swc_start(now, p)
-  if at and at < start - p.period then
+  local _, start, _, before = window_of(now, p)
+  if at and at < before then
     return
   end
   if at and at < start then
@@ -88,13 +88,13 @@ function ALGORITHMS.swc.refund(key, now, p, slack, current, previous, at)
 end
 
 function ALGORITHMS.swc.status(key, now, p, current, previous)
-  local start = swc_start(now, p)
-  local weighted = swc_weighted(now, p, start, previous)
+  local at, start, stop, _, after = window_of(now, p)
+  local weighted = swc_weighted(at, start, stop, previous)
   local reset = 0
   if current > 0 then
-    reset = ms(start + 2 * p.period - now)
+    reset = ms(after - at)
   elseif previous > 0 then
-    reset = ms(start + p.period - now)
+    reset = ms(stop - at)
   end
   return math.max(0, math.floor(p.limit - weighted - current)), reset
 end

@@ -1,4 +1,5 @@
 import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
+import { type Window, windowOf } from './windows.js';
 
 /** The hash `{ w, c, p }`: the current window's start (µs), its count, the previous count. */
 export interface TwoWindows {
@@ -13,45 +14,44 @@ interface Work {
 }
 
 function read(state: TwoWindows | undefined, now: number, p: Params) {
-  const start = now - (now % p.periodUs);
-  if (state?.w === start) return { start, current: state.c, previous: state.p };
-  if (state?.w === start - p.periodUs) return { start, current: 0, previous: state.c };
-  return { start, current: 0, previous: 0 };
+  const window = windowOf(now, p);
+  if (state?.w === window.start) return { window, current: state.c, previous: state.p };
+  if (state?.w === window.previous) return { window, current: 0, previous: state.c };
+  return { window, current: 0, previous: 0 };
 }
 
-const weightedPrevious = (now: number, p: Params, start: number, previous: number) =>
-  (previous * (p.periodUs - (now - start))) / p.periodUs;
+const weightedPrevious = ({ at, start, end }: Window, previous: number) =>
+  (previous * (end - at)) / (end - start);
 
 /** The hash as `swc_write` leaves it, kept until the end of the next window. */
 function stored(now: number, p: Params, current: number, previous: number) {
-  const start = now - (now % p.periodUs);
+  const { at, start, next } = windowOf(now, p);
   const state: TwoWindows = { w: start, c: current, p: previous };
-  return { state, expiresAtUs: now + ms(start + 2 * p.periodUs - now) * 1000 };
+  return { state, expiresAtUs: now + ms(next - at) * 1000 };
 }
 
 /** Twin of `sliding-window-counter.lua`: the same float expressions in the same order. */
 export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
   check(state, now, p) {
-    const { start, current, previous } = read(state, now, p);
+    const { window, current, previous } = read(state, now, p);
     const work = { current, previous };
     if (p.cost > p.limit) return { allowed: false, retryAfterUs: NEVER, work };
-    const weighted = weightedPrevious(now, p, start, previous);
+    const weighted = weightedPrevious(window, previous);
     if (weighted + current + p.cost <= p.limit) return { allowed: true, retryAfterUs: 0, work };
+    const { at, start, end, next } = window;
     const retryAt =
       current + p.cost <= p.limit
-        ? start + p.periodUs - ((p.limit - current - p.cost) * p.periodUs) / previous
-        : start +
-          p.periodUs +
-          Math.max(0, p.periodUs - ((p.limit - p.cost) * p.periodUs) / current);
-    return { allowed: false, retryAfterUs: Math.max(1, us(retryAt - now)), work };
+        ? end - ((p.limit - current - p.cost) * (end - start)) / previous
+        : end + Math.max(0, next - end - ((p.limit - p.cost) * (next - end)) / current);
+    return { allowed: false, retryAfterUs: Math.max(1, us(retryAt - at)), work };
   },
 
   after(now, p, { current, previous }) {
-    const start = now - (now % p.periodUs);
-    const weighted = weightedPrevious(now, p, start, previous);
+    const window = windowOf(now, p);
+    const weighted = weightedPrevious(window, previous);
     return {
       remaining: Math.floor(p.limit - weighted - current - p.cost),
-      resetAfterMs: ms(start + 2 * p.periodUs - now),
+      resetAfterMs: ms(window.next - window.at),
     };
   },
 
@@ -63,9 +63,9 @@ export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
   },
 
   refund(state, now, p, at) {
-    const { start, current, previous } = read(state, now, p);
-    if (at !== undefined && at < start - p.periodUs) return null;
-    const earlier = at !== undefined && at < start;
+    const { window, current, previous } = read(state, now, p);
+    if (at !== undefined && at < window.previous) return null;
+    const earlier = at !== undefined && at < window.start;
     const [c, pr] = earlier
       ? [current, Math.max(previous - p.cost, 0)]
       : [Math.max(current - p.cost, 0), previous];
@@ -74,11 +74,11 @@ export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
   },
 
   status(_state, now, p, { current, previous }) {
-    const start = now - (now % p.periodUs);
-    const weighted = weightedPrevious(now, p, start, previous);
+    const window = windowOf(now, p);
+    const weighted = weightedPrevious(window, previous);
     let resetAfterMs = 0;
-    if (current > 0) resetAfterMs = ms(start + 2 * p.periodUs - now);
-    else if (previous > 0) resetAfterMs = ms(start + p.periodUs - now);
+    if (current > 0) resetAfterMs = ms(window.next - window.at);
+    else if (previous > 0) resetAfterMs = ms(window.end - window.at);
     return { remaining: Math.max(0, Math.floor(p.limit - weighted - current)), resetAfterMs };
   },
 };

@@ -89,6 +89,7 @@ export class MemoryStore extends OperationStore {
         burst: p.burst,
         cost: costs[i],
         blockUs: blockUs ?? p.blockUs,
+        bounds: p.calendar?.bounds(now),
       };
     }
     this.now = now;

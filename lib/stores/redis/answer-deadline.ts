@@ -56,6 +56,14 @@ export class AnswerDeadline {
     return this.lastArg;
   }
 
+  /**
+   * Redis's clock now as the replies seen so far tell it (early by up to a round trip), in µs;
+   * undefined before the first.
+   */
+  redisNowUs(): number | undefined {
+    return this.offsetUs === undefined ? undefined : Math.floor(localMicros() + this.offsetUs);
+  }
+
   /** Learns from a reply: `redisNowUs` is the time Redis ran the script. */
   observe(redisNowUs: number): void {
     const arrived = localMicros();

@@ -97,6 +97,11 @@ export class CallerClock {
     return `c${nowUs}:${noDeadline ? '' : this.estimate(sinceMs) + timeoutMs * 1000}`;
   }
 
+  /** The estimate of Redis's clock now, in µs. */
+  nowUs(): number {
+    return this.estimate(performance.now());
+  }
+
   private estimate(atMs: number): number {
     return this.baseUs + Math.floor((atMs - this.readAtMs) * 1000);
   }

@@ -1,5 +1,5 @@
 import { encodeCall, type EncodedCall, opArg } from '../call-encoding.js';
-import { toMicros } from '../clock.js';
+import { monotonicClock, toMicros } from '../clock.js';
 import { decisionFromReply } from '../decision.js';
 import { giveBackLate } from '../late-replies.js';
 import { OperationStore } from '../operation-store.js';
@@ -242,7 +242,9 @@ export class RedisStore extends OperationStore {
     const sentAt = performance.now();
     args[0] = opArg(encoded);
     args[1] = this.clockArg(sentAt, correction);
-    for (let i = 0; i < n; i++) args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs);
+    for (let i = 0; i < n; i++) {
+      args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs, this.redisNowUs);
+    }
     // One more key than policies: the decision's id key, so that no copy of it applies again.
     const sent = encoded.applies && n > 0 ? [...keys, decisionIdKey(keys[0])] : keys;
     const script = scriptFor(policies);
@@ -283,6 +285,18 @@ export class RedisStore extends OperationStore {
   private get notConnected(): StoreNotConnectedError {
     return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
   }
+
+  /**
+   * The best estimate of Redis's clock, in µs, for the windows of calendar policies (see
+   * `policyArg`): the simulated clock, else the one decisions carry where Redis refuses TIME,
+   * else this machine's corrected by the offset Redis's replies showed, else this machine's. The
+   * script picks the window that holds its own now among three around this estimate.
+   */
+  private readonly redisNowUs = (): number => {
+    if (this.clock !== undefined) return toMicros(this.clock());
+    if (this.callerClock.inUse) return this.callerClock.nowUs();
+    return this.deadline?.redisNowUs() ?? toMicros(monotonicClock());
+  };
 
   /** The clock argument (see `decide.lua`) of a decision whose caller waits since `sentAt`. */
   private clockArg(sentAt: number, correction?: true): string {
