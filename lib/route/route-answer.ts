@@ -1,7 +1,13 @@
 import { Logger } from '@nestjs/common';
-import { type HeaderMode, policyHeader } from '../transports/http-headers.js';
+import {
+  CalendarPolicyHeader,
+  followsCalendar,
+  type HeaderMode,
+  policyHeader,
+} from '../transports/http-headers.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from '../rate-limit.exception.js';
+import { arrivalOf } from '../stores/decision.js';
 import { type RateLimitDecision } from '../stores/store.interface.js';
 import { type Rejection } from '../transports/transport.js';
 import { type DecisionHooks } from './decision-hooks.js';
@@ -11,7 +17,10 @@ import { type RouteCall } from './route-plan.js';
 export class RouteAnswer {
   private readonly logger = new Logger('RateLimit');
   /** Headers of the frozen policy lists an override registry keeps until its next change. */
-  private readonly headersOf = new WeakMap<readonly ResolvedPolicy[], string>();
+  private readonly headersOf = new WeakMap<
+    readonly ResolvedPolicy[],
+    string | CalendarPolicyHeader
+  >();
 
   constructor(
     private readonly hooks: DecisionHooks,
@@ -39,10 +48,8 @@ export class RouteAnswer {
     }
     const { context, transport, plan } = call;
     // The plan's own header only for the plan's own policies: an override changes the values.
-    const header =
-      policies === plan.policies && plan.policyHeader !== undefined
-        ? plan.policyHeader
-        : this.headerOf(policies);
+    const own = policies === plan.policies ? plan.policyHeader : undefined;
+    const header = typeof own === 'string' ? own : this.headerOf(policies, own, shown);
     transport.report(context, this.headers, header, shown);
     if (shown.allowed) return true;
     const never = shown.retryAfterMs === Infinity;
@@ -50,14 +57,25 @@ export class RouteAnswer {
     return this.turnAway(call, { reason: 'limited', message, decision: shown }, decision);
   }
 
-  private headerOf(policies: readonly ResolvedPolicy[]): string {
-    if (!Object.isFrozen(policies)) return policyHeader(policies);
+  /**
+   * The header of policies other than the plan's fixed ones, or of fixed ones that follow the
+   * calendar (`own`): those give the length of the window `decision` was made in.
+   */
+  private headerOf(
+    policies: readonly ResolvedPolicy[],
+    own: CalendarPolicyHeader | undefined,
+    decision: RateLimitDecision,
+  ): string {
+    if (own !== undefined) return own.at(decidedAtUs(decision));
+    if (!Object.isFrozen(policies)) return policyHeader(policies, decidedAtUs(decision));
     let header = this.headersOf.get(policies);
     if (header === undefined) {
-      header = policyHeader(policies);
+      header = followsCalendar(policies)
+        ? new CalendarPolicyHeader(policies)
+        : policyHeader(policies);
       this.headersOf.set(policies, header);
     }
-    return header;
+    return typeof header === 'string' ? header : header.at(decidedAtUs(decision));
   }
 
   /** A call only shadow policies would have turned away: logged, and `onLimited` hears of it. */
@@ -83,4 +101,9 @@ export class RouteAnswer {
     if (this.hooks.onLimited !== undefined) this.hooks.limited(context, told);
     throw await transport.reject(context, rejection);
   }
+}
+
+/** When the store made `decision` (µs of its clock), else now by this machine's. */
+function decidedAtUs(decision: RateLimitDecision): number {
+  return arrivalOf(decision) ?? Date.now() * 1000;
 }

@@ -3,7 +3,7 @@ import { type Reflector } from '@nestjs/core';
 import { anyHoldsLeases } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
-import { policyHeader } from '../transports/http-headers.js';
+import { CalendarPolicyHeader, followsCalendar, policyHeader } from '../transports/http-headers.js';
 import { newRouteMemo, type RouteMemo, type Transport } from '../transports/transport.js';
 import { type PolicyTemplate } from './policy-template.js';
 import { type CountMode } from './route-policy.js';
@@ -62,7 +62,8 @@ export interface RoutePlan {
   readonly costs: readonly number[] | undefined;
   /** What follows the tracker in each key, when the policies are fixed. */
   readonly tails: readonly string[] | undefined;
-  readonly policyHeader: string | undefined;
+  /** The `RateLimit-Policy` value when the policies are fixed; by the window for calendar ones. */
+  readonly policyHeader: string | CalendarPolicyHeader | undefined;
   /** The transport's label for the route seen last; a handler almost always has one route. */
   readonly route: RouteMemo;
   /** The key head built for `route.label`, kept while the label stays the same string. */
@@ -125,7 +126,8 @@ export class RoutePlans {
       policies: fixed,
       costs,
       tails: fixed?.map((p, i) => RouteKeys.tail(p, i)),
-      policyHeader: fixed && policyHeader(fixed),
+      policyHeader:
+        fixed && (followsCalendar(fixed) ? new CalendarPolicyHeader(fixed) : policyHeader(fixed)),
       route: newRouteMemo(),
       head: { label: undefined, value: '' },
       features: routeFeatures(

@@ -19,15 +19,57 @@ const holdsLeases = (policy: ResolvedPolicy) => algorithmOf(policy.algorithm).ho
  * `RateLimit-Policy` value (IETF draft-ietf-httpapi-ratelimit-headers-11), built once per route
  * when its policies are fixed: `"5-per-1s";q=5;w=1, "1000-per-1h";q=1000;w=3600`; a concurrency
  * policy counts calls at once (draft 11's quota unit) and has no window: `"4-at-once";q=4;qu="concurrent-requests"`.
+ * A policy that follows the calendar says the length of the window that holds `nowUs` (the store's
+ * time of the decision): `w=82800` on a day of 23 hours.
  */
-export function policyHeader(policies: readonly ResolvedPolicy[]): string {
-  return policies
-    .map((p) =>
-      holdsLeases(p)
-        ? `"${p.name}";q=${p.threshold};qu="concurrent-requests"`
-        : `"${p.name}";q=${p.threshold};w=${seconds(p.periodMs)}`,
-    )
-    .join(', ');
+export function policyHeader(
+  policies: readonly ResolvedPolicy[],
+  nowUs: number = Date.now() * 1000,
+): string {
+  return policies.map((p) => policyItem(p, p.calendar?.bounds(nowUs))).join(', ');
+}
+
+/** One policy's item; `bounds`, for a calendar policy, those of the window it is in. */
+function policyItem(p: ResolvedPolicy, bounds: readonly number[] | undefined): string {
+  if (holdsLeases(p)) return `"${p.name}";q=${p.threshold};qu="concurrent-requests"`;
+  const windowMs = bounds === undefined ? p.periodMs : (bounds[3] - bounds[2]) / 1000;
+  return `"${p.name}";q=${p.threshold};w=${seconds(windowMs)}`;
+}
+
+/** Whether some of `policies` follow the calendar, so that their header changes with the window. */
+export function followsCalendar(policies: readonly ResolvedPolicy[]): boolean {
+  return policies.some((p) => p.calendar !== undefined);
+}
+
+/**
+ * `RateLimit-Policy` of a fixed list of policies of which some follow the calendar: built again
+ * only when one of them enters another window, which `CalendarWindow.bounds` tells by returning
+ * another array. The other routes' header stays a string built once.
+ */
+export class CalendarPolicyHeader {
+  private readonly seen: (readonly number[] | undefined)[];
+  private value: string | undefined;
+
+  constructor(private readonly policies: readonly ResolvedPolicy[]) {
+    this.seen = new Array<undefined>(policies.length);
+  }
+
+  /** The header for a decision the store made at `nowUs`. */
+  at(nowUs: number): string {
+    const { policies, seen } = this;
+    let value = this.value;
+    for (let i = 0; i < policies.length; i++) {
+      const bounds = policies[i].calendar?.bounds(nowUs);
+      if (bounds !== seen[i]) {
+        seen[i] = bounds;
+        value = undefined;
+      }
+    }
+    if (value === undefined) {
+      value = this.value = policies.map((p, i) => policyItem(p, seen[i])).join(', ');
+    }
+    return value;
+  }
 }
 
 /** `RateLimit` item of one policy: `"5-per-1s";r=4;t=1`, or `"4-at-once";r=3` for leases. */
