@@ -10,12 +10,16 @@
  * compared bit for bit if it rounds the same way.
  */
 import { type RateAlgorithm as Algorithm } from '../../lib/algorithms/algorithm.js';
+import { indexOf } from '../support/calendar-windows.js';
 
 export interface ModelPolicy {
   algorithm: Algorithm;
+  /** For a policy with `starts`, its longest window. */
   periodUs: number;
   limit: number;
   burst: number;
+  /** The window algorithms only: the starts of windows by the calendar (µs), in place of `periodUs`. */
+  starts?: readonly number[];
 }
 
 /** One allowed request in a key's history. */
@@ -72,9 +76,11 @@ function slidingWindow(history: Event[], now: number, p: ModelPolicy, cost: numb
   };
 }
 
-// Fixed window: the requests allowed in the clock-aligned window that holds `now`.
+// Fixed window: the requests allowed in the clock-aligned (or calendar) window that holds `now`.
 function fixedWindow(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
-  const windowOf = (t: number) => Math.floor(t / p.periodUs);
+  const { starts } = p;
+  const windowOf = (t: number) =>
+    starts === undefined ? Math.floor(t / p.periodUs) : indexOf(starts, t);
   const inWindow = (at: number) => sum(history.filter((e) => windowOf(e.t) === windowOf(at)));
   const count = inWindow(now);
   const horizon = ms(p.periodUs) + 1;
@@ -97,28 +103,33 @@ function slidingWindowCounter(
   p: ModelPolicy,
   cost: number,
 ): Verdict {
+  // The windows: before [before, start), current [start, end), next [end, after).
   const P = p.periodUs;
-  const start = now - (now % P);
-  const current = sum(history.filter((e) => e.t >= start && e.t < start + P));
-  const previous = sum(history.filter((e) => e.t >= start - P && e.t < start));
-  const weighted = (previous * (P - (now - start))) / P;
+  const k = p.starts === undefined ? 0 : indexOf(p.starts, now);
+  const [before, start, end, after] =
+    p.starts === undefined
+      ? [now - (now % P) - P, now - (now % P), now - (now % P) + P, now - (now % P) + 2 * P]
+      : p.starts.slice(k - 1, k + 3);
+  const current = sum(history.filter((e) => e.t >= start && e.t < end));
+  const previous = sum(history.filter((e) => e.t >= before && e.t < start));
+  const weighted = (previous * (end - now)) / (end - start);
   const allowed = cost <= p.limit && weighted + current + cost <= p.limit;
   let retryAfterMs = 0;
   if (cost > p.limit) retryAfterMs = -1;
   else if (!allowed) {
     const retryAt =
       current + cost <= p.limit
-        ? start + P - ((p.limit - current - cost) * P) / previous
-        : start + P + Math.max(0, P - ((p.limit - cost) * P) / current);
+        ? end - ((p.limit - current - cost) * (end - start)) / previous
+        : end + Math.max(0, after - end - ((p.limit - cost) * (after - end)) / current);
     retryAfterMs = Math.max(1, ms(retryAt - now));
   }
-  const resetNow = current > 0 ? ms(start + 2 * P - now) : previous > 0 ? ms(start + P - now) : 0;
+  const resetNow = current > 0 ? ms(after - now) : previous > 0 ? ms(end - now) : 0;
   return {
     allowed,
     retryAfterMs,
     after: () => ({
       remaining: Math.floor(p.limit - weighted - current - cost),
-      resetAfterMs: ms(start + 2 * P - now),
+      resetAfterMs: ms(after - now),
     }),
     now: () => ({
       remaining: Math.max(0, Math.floor(p.limit - weighted - current)),
