@@ -66,8 +66,8 @@ export class RouteAnswer {
     own: CalendarPolicyHeader | undefined,
     decision: RateLimitDecision,
   ): string {
-    if (own !== undefined) return own.at(decidedAtUs(decision));
-    if (!Object.isFrozen(policies)) return policyHeader(policies, decidedAtUs(decision));
+    if (own !== undefined) return own.at(arrivalOf(decision));
+    if (!Object.isFrozen(policies)) return policyHeader(policies, arrivalOf(decision));
     let header = this.headersOf.get(policies);
     if (header === undefined) {
       header = followsCalendar(policies)
@@ -75,7 +75,7 @@ export class RouteAnswer {
         : policyHeader(policies);
       this.headersOf.set(policies, header);
     }
-    return typeof header === 'string' ? header : header.at(decidedAtUs(decision));
+    return typeof header === 'string' ? header : header.at(arrivalOf(decision));
   }
 
   /** A call only shadow policies would have turned away: logged, and `onLimited` hears of it. */
@@ -101,9 +101,4 @@ export class RouteAnswer {
     if (this.hooks.onLimited !== undefined) this.hooks.limited(context, told);
     throw await transport.reject(context, rejection);
   }
-}
-
-/** When the store made `decision` (µs of its clock), else now by this machine's. */
-function decidedAtUs(decision: RateLimitDecision): number {
-  return arrivalOf(decision) ?? Date.now() * 1000;
 }

@@ -20,7 +20,7 @@ const holdsLeases = (policy: ResolvedPolicy) => algorithmOf(policy.algorithm).ho
  * when its policies are fixed: `"5-per-1s";q=5;w=1, "1000-per-1h";q=1000;w=3600`; a concurrency
  * policy counts calls at once (draft 11's quota unit) and has no window: `"4-at-once";q=4;qu="concurrent-requests"`.
  * A policy that follows the calendar says the length of the window that holds `nowUs` (the store's
- * time of the decision): `w=82800` on a day of 23 hours.
+ * time of the decision, else this machine's now): `w=82800` on a day of 23 hours.
  */
 export function policyHeader(
   policies: readonly ResolvedPolicy[],
@@ -54,10 +54,18 @@ export class CalendarPolicyHeader {
     this.seen = new Array<undefined>(policies.length);
   }
 
-  /** The header for a decision the store made at `nowUs`. */
-  at(nowUs: number): string {
+  /**
+   * The header for a decision the store made at `nowUs`. Undefined for a decision that does not
+   * say (one the block cache replays, made in the window its rejection waits out): the header
+   * of the windows seen last.
+   */
+  at(nowUs: number | undefined): string {
     const { policies, seen } = this;
     let value = this.value;
+    if (nowUs === undefined) {
+      if (value !== undefined) return value;
+      nowUs = Date.now() * 1000;
+    }
     for (let i = 0; i < policies.length; i++) {
       const bounds = policies[i].calendar?.bounds(nowUs);
       if (bounds !== seen[i]) {

@@ -48,13 +48,19 @@ const view = ({ allowed, remaining, retryAfterMs, resetAfterMs }: RateLimitDecis
 describe.each(STORE_TARGETS)('calendar windows on %s', (target) => {
   const redis = useRedis(target === 'memory' ? 'memory' : 'redis');
 
-  async function setup(at: number) {
+  /**
+   * Stores under a test clock at `at`; without it, on their own clocks: Redis TIME, or with
+   * `timeRefused` the store's estimate of it, through a user that may not run TIME.
+   */
+  async function setup(at?: number, timeRefused = false) {
     const clock = new TestClock(at);
+    const now = at === undefined ? undefined : clock.now;
     let store: RateLimitStore;
-    if (target === 'memory') store = new MemoryStore({ clock: clock.now });
+    if (target === 'memory') store = new MemoryStore({ clock: now });
     else {
-      const client = await redis().connect(target);
-      store = new RedisStore({ client, clock: clock.now });
+      const user = timeRefused ? await userWithoutTime() : undefined;
+      const client = await redis().connect(target, { user });
+      store = new RedisStore({ client, clock: now, answerWithinMs: 1_000 });
       await (store as RedisStore).warmUp();
     }
     const id = randomUUID();
@@ -69,6 +75,14 @@ describe.each(STORE_TARGETS)('calendar windows on %s', (target) => {
     const pttl = async (algorithm: Algorithm) =>
       target === 'memory' ? undefined : await redis().shared.pttl(keyOf(algorithm));
     return { clock, consume, pttl };
+  }
+
+  /** An ACL user that may do everything but TIME, as some managed services allow. */
+  async function userWithoutTime() {
+    const user = { name: `calendar-${randomUUID()}`, password: randomUUID() };
+    const acl = (...args: string[]) => redis().shared.call('ACL', 'SETUSER', user.name, ...args);
+    await acl('on', `>${user.password}`, '~*', '&*', '+@all', '-time');
+    return user;
   }
 
   describe('fixed window', () => {
@@ -180,4 +194,34 @@ describe.each(STORE_TARGETS)('calendar windows on %s', (target) => {
       expect(await s.consume('sliding-window-counter', 2, off)).toMatchObject({ allowed: true });
     });
   });
+
+  // Where Redis refuses TIME, the store sends its own estimate of Redis's clock.
+  const ownClocks: [string, boolean][] =
+    target === 'memory'
+      ? [['its monotonic clock', false]]
+      : [
+          ['Redis TIME', false],
+          ['the estimate decisions carry where TIME is refused', true],
+        ];
+  it.each(ownClocks)(
+    "on the store's own clock, the window is the one holding its now (%s)",
+    async (_, refused) => {
+      const nowUs = Date.now() * 1000;
+      const starts = startsFrom(
+        nowUs - 140 * 60_000_000,
+        [1, 1, 2, 1, 1].map((h) => h * HOUR_US),
+      );
+      const s = await setup(undefined, refused);
+      // 100 minutes of the 2-hour window are left, less what passes meanwhile.
+      const left = 100 * 60_000;
+      const first = await s.consume('fixed-window', 1, windowsAt(starts));
+      expect(first.resetAfterMs).toBeLessThanOrEqual(left);
+      expect(first.resetAfterMs).toBeGreaterThan(left - 5_000);
+      const ttl = await s.pttl('fixed-window');
+      if (ttl !== undefined) expect(ttl).toBeGreaterThan(left - 5_000);
+      const rejected = await s.consume('fixed-window', 1, windowsAt(starts));
+      expect(rejected.allowed).toBe(false);
+      expect(rejected.retryAfterMs).toBeGreaterThan(left - 5_000);
+    },
+  );
 });
