@@ -1,3 +1,5 @@
+import { DAY_MS, instantAt, wallAt, zoneFormatter } from './time-zone.js';
+
 /** The calendar units a window can follow. */
 export type CalendarUnit = 'day' | 'week' | 'month';
 
@@ -20,4 +22,157 @@ export interface CalendarWindow {
    * array is returned while `nowUs` stays in `[b[2], b[3])`, so callers may cache by identity.
    */
   bounds(nowUs: number): readonly number[];
+}
+
+const HOUR_MS = 3_600_000;
+const WEEK_MS = 7 * DAY_MS;
+
+/**
+ * The longest window of each unit, in ms: a zone moves its clocks by up to two hours
+ * (Antarctica/Troll goes from +00 to +02), so a day lasts up to 26 hours.
+ */
+export const CALENDAR_PERIOD_MS: Record<CalendarUnit, number> = {
+  day: DAY_MS + 2 * HOUR_MS,
+  week: WEEK_MS + 2 * HOUR_MS,
+  month: 31 * DAY_MS + 2 * HOUR_MS,
+};
+
+/** Where windows start, in wall ms: window `index`'s start, and the index of one near a wall time. */
+interface StartRule {
+  wallOf(index: number): number;
+  indexNear(wall: number): number;
+}
+
+function startRule(unit: CalendarUnit, anchorWall: number | undefined): StartRule {
+  const time = anchorWall === undefined ? 0 : anchorWall - Math.floor(anchorWall / DAY_MS) * DAY_MS;
+  const anchor = anchorWall === undefined ? undefined : new Date(anchorWall);
+  switch (unit) {
+    case 'day':
+      return {
+        wallOf: (index) => index * DAY_MS + time,
+        indexNear: (wall) => Math.floor((wall - time) / DAY_MS),
+      };
+    case 'week': {
+      // Day -3 of the epoch, 1969-12-29, was a Monday; the anchor moves starts to its weekday.
+      const fromMonday = anchor === undefined ? 0 : (anchor.getUTCDay() + 6) % 7;
+      const first = (fromMonday - 3) * DAY_MS + time;
+      return {
+        wallOf: (index) => index * WEEK_MS + first,
+        indexNear: (wall) => Math.floor((wall - first) / WEEK_MS),
+      };
+    }
+    case 'month': {
+      const day = anchor === undefined ? 1 : anchor.getUTCDate();
+      return {
+        wallOf(index) {
+          // Clamped from the anchor's own day each month: after Feb 28, Mar 31 again.
+          const first = Date.UTC(1970, index, 1);
+          const days = (Date.UTC(1970, index + 1, 1) - first) / DAY_MS;
+          return first + (Math.min(day, days) - 1) * DAY_MS + time;
+        },
+        indexNear(wall) {
+          const date = new Date(wall);
+          return (date.getUTCFullYear() - 1970) * 12 + date.getUTCMonth();
+        },
+      };
+    }
+  }
+}
+
+class ZoneCalendarWindow implements CalendarWindow {
+  private readonly rule: StartRule;
+  // The window `last` holds, in µs; empty until the first call.
+  private from = Infinity;
+  private until = -Infinity;
+  private last: readonly number[] = [];
+
+  constructor(
+    readonly unit: CalendarUnit,
+    readonly timeZone: string,
+    readonly anchorMs: number | undefined,
+  ) {
+    zoneFormatter(timeZone); // an unknown zone throws here, not on a request
+    if (anchorMs !== undefined && !Number.isFinite(anchorMs)) {
+      throw new RangeError(`anchor must be finite ms, got ${anchorMs}`);
+    }
+    this.rule = startRule(unit, anchorMs === undefined ? undefined : wallAt(timeZone, anchorMs));
+  }
+
+  bounds(nowUs: number): readonly number[] {
+    if (nowUs >= this.from && nowUs < this.until) return this.last;
+    return this.recompute(nowUs);
+  }
+
+  private recompute(nowUs: number): readonly number[] {
+    if (!Number.isFinite(nowUs)) throw new RangeError(`now must be finite µs, got ${nowUs}`);
+    // nowUs < ms * 1000 exactly when floor(nowUs / 1000) < ms, for the whole ms starts are.
+    const now = Math.floor(nowUs / 1000);
+    const starts = new Map<number, number>();
+    const start = (index: number): number => {
+      let ms = starts.get(index);
+      if (ms === undefined) {
+        ms = instantAt(this.timeZone, this.rule.wallOf(index));
+        starts.set(index, ms);
+      }
+      return ms;
+    };
+    // The wall time gives the window to a step or two: offsets and gaps move starts by hours.
+    let index = this.rule.indexNear(wallAt(this.timeZone, now));
+    while (start(index) > now) index--;
+    while (start(index + 1) <= now) index++;
+    const b2 = start(index);
+    const b3 = start(index + 1);
+    // A day a zone skips whole (Pacific/Apia, 2011-12-30) starts where the next does: skip it.
+    let after = index + 2;
+    while (start(after) <= b3) after++;
+    let before = index - 1;
+    while (start(before) >= b2) before--;
+    const b1 = start(before);
+    while (start(before) >= b1) before--;
+    this.last = Object.freeze([start(before), b1, b2, b3, start(after)].map((ms) => ms * 1000));
+    this.from = b2 * 1000;
+    this.until = b3 * 1000;
+    return this.last;
+  }
+}
+
+// By unit and zone (a few, from the policies), then by anchor, which may come per customer: a
+// bounded number, so that a route keeps many customers' bounds cached without growing forever.
+const MAX_ANCHORS = 10_000;
+const cached = new Map<string, Map<number | undefined, CalendarWindow>>();
+
+/**
+ * The calendar windows of `unit` in `timeZone`, starting at `anchorMs`'s local time (and weekday,
+ * or day of the month), at midnight without one. Instances are shared: the same arguments give
+ * the same object while it stays among the last 10,000 anchors made for its unit and zone, so a
+ * route whose anchor depends on the request keeps each customer's bounds cached. `timeZone` must
+ * be one `Intl` knows (see {@link checkTimeZone}); an unknown one, or an anchor that is not a
+ * finite number, throws a `RangeError`.
+ *
+ * @example
+ * ```ts
+ * // billing months from the day and hour a customer signed up, in their zone
+ * const month = calendarWindow('month', 'Europe/Berlin', Date.parse('2026-01-31T09:00:00+01:00'));
+ * const [, , from, until] = month.bounds(Date.now() * 1000);
+ * // in March 2026: from Feb 28 to Mar 31, 09:00 Berlin time
+ * ```
+ */
+export function calendarWindow(
+  unit: CalendarUnit,
+  timeZone: string,
+  anchorMs?: number,
+): CalendarWindow {
+  const byAnchor = cached.get(unit + timeZone);
+  let window = byAnchor?.get(anchorMs);
+  if (!window) {
+    window = new ZoneCalendarWindow(unit, timeZone, anchorMs);
+    if (!byAnchor) {
+      cached.set(unit + timeZone, new Map([[anchorMs, window]]));
+    } else {
+      // The oldest goes first; one still in use is made again, once.
+      if (byAnchor.size >= MAX_ANCHORS) byAnchor.delete(byAnchor.keys().next().value);
+      byAnchor.set(anchorMs, window);
+    }
+  }
+  return window;
 }
