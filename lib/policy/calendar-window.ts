@@ -1,4 +1,5 @@
-import { DAY_MS, instantAt, wallAt, zoneFormatter } from './time-zone.js';
+import { DAY_MS, instantAt, wallAt, wallMs, zoneFormatter } from './time-zone.js';
+import { configError } from './validation.js';
 
 /** The calendar units a window can follow. */
 export type CalendarUnit = 'day' | 'week' | 'month';
@@ -175,4 +176,81 @@ export function calendarWindow(
     }
   }
   return window;
+}
+
+const UNITS: readonly unknown[] = ['day', 'week', 'month'] satisfies CalendarUnit[];
+
+/** Checks a policy's `calendar`: `'day'`, `'week'` or `'month'`. */
+export function checkCalendar(value: unknown, where: string): CalendarUnit {
+  if (!UNITS.includes(value)) {
+    throw configError(where, 'calendar', value, "'day', 'week' or 'month'");
+  }
+  return value as CalendarUnit;
+}
+
+/**
+ * Checks a policy's `timeZone`, an IANA name `Intl` knows, and returns its canonical spelling.
+ *
+ * @example
+ * ```ts
+ * checkTimeZone('europe/berlin', '@RateLimit on Api.call'); // 'Europe/Berlin'
+ * ```
+ */
+export function checkTimeZone(value: unknown, where: string): string {
+  if (typeof value === 'string' && value !== '') {
+    try {
+      return zoneFormatter(value).resolvedOptions().timeZone;
+    } catch {
+      // not a zone Intl knows: said below
+    }
+  }
+  throw configError(where, 'timeZone', value, "an IANA time zone name such as 'Europe/Berlin'");
+}
+
+// The range of `Date`: ±100,000,000 days around the epoch.
+const MAX_DATE_MS = 8.64e15;
+const ISO_DATE =
+  /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?(Z|([+-])(\d{2}):?(\d{2}))?$/i;
+
+/**
+ * Parses a policy's `anchor` into ms since the epoch: a `Date`, ms since the epoch, or an ISO 8601
+ * string. A string without an offset names a wall time in `timeZone` (the policy's zone, checked
+ * first with {@link checkTimeZone}), not in the server's.
+ *
+ * @example
+ * ```ts
+ * parseAnchor('2026-01-31T09:00', where, 'Europe/Berlin'); // Date.parse('2026-01-31T08:00Z')
+ * parseAnchor('2026-01-31T09:00+01:00', where);            // the same instant
+ * ```
+ */
+export function parseAnchor(value: unknown, where: string, timeZone = 'UTC'): number {
+  let ms = NaN;
+  if (value instanceof Date) ms = value.getTime();
+  else if (typeof value === 'number') ms = value;
+  else if (typeof value === 'string') ms = parseIsoDate(value.trim(), timeZone);
+  if (!Number.isSafeInteger(ms) || Math.abs(ms) > MAX_DATE_MS) {
+    const shown = value instanceof Date ? String(value) : value;
+    throw configError(where, 'anchor', shown, 'a Date, an ISO date string or ms since the epoch');
+  }
+  return ms;
+}
+
+/** An ISO 8601 date, with or without a time and an offset, in ms; NaN if it is not one. */
+function parseIsoDate(text: string, timeZone: string): number {
+  const match = ISO_DATE.exec(text);
+  if (!match) return NaN;
+  const [year, month, day, hour, minute, second] = match
+    .slice(1, 7)
+    .map((part) => Number(part ?? 0));
+  const fraction = Number((match[7] ?? '').padEnd(3, '0').slice(0, 3));
+  if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) return NaN;
+  const wall = wallMs(year, month, day, ((hour * 60 + minute) * 60 + second) * 1000 + fraction);
+  // `Date` rolls Feb 30 over into March; a date that did so was not one.
+  if (day < 1 || new Date(wall).getUTCDate() !== day) return NaN;
+  if (match[8] === undefined) return instantAt(timeZone, wall);
+  if (match[9] === undefined) return wall; // Z
+  const [offsetHours, offsetMinutes] = [Number(match[10]), Number(match[11])];
+  if (offsetHours > 23 || offsetMinutes > 59) return NaN;
+  const offset = (offsetHours * 60 + offsetMinutes) * 60_000;
+  return match[9] === '-' ? wall + offset : wall - offset;
 }
