@@ -103,7 +103,7 @@ export class ServiceCalls {
     checkCallOptions(options, 'reserve', where);
     const cost = checkUsage(estimate, 'estimate', where);
     const limits = this.reservable(where, key, policy, cost);
-    const waits = { maxWait: 0, ...options };
+    const waits = { ...options, maxWait: options?.maxWait ?? 0 };
     const decision = await admit(this.store, this.leases, limits, waits, where, this.telemetry);
     return reservationOf(this.store, limits, decision, cost, where);
   }
