@@ -8,7 +8,13 @@ export {
   type RateLimitHealthDetails,
   type RateLimitHealthResult,
 } from './health/rate-limit.health.js';
-export { type AcquireOptions, type ConsumeOptions } from './service/service-options.js';
+export {
+  type AcquireOptions,
+  type ConsumeOptions,
+  type ReserveOptions,
+  type RunOptions,
+} from './service/service-options.js';
+export { type RateLimitReservation } from './service/reservation.js';
 export { type RateLimitPermit } from './service/permit.js';
 export { type OverrideLimit, type OverrideOptions } from './overrides/overridden-policy.js';
 export { type OverrideInForce } from './overrides/override-commands.js';

@@ -4,7 +4,9 @@ import { RateLimitModule, type RedisConnection } from 'nest-rate-limit';
 import { createClient } from 'redis';
 import { AdminLimitsController } from './admin-limits.controller.js';
 import { AuthController } from './auth.controller.js';
+import { ChatController } from './chat.controller.js';
 import { ExportsController } from './exports.controller.js';
+import { FakeModel } from './fake-model.js';
 import { HealthController } from './health.controller.js';
 import { HelloController } from './hello.controller.js';
 import { ItemsController } from './items.controller.js';
@@ -74,7 +76,8 @@ async function glideClient(url: string): Promise<RedisConnection> {
     MetricsController,
     HealthController,
     AdminLimitsController,
+    ChatController,
   ],
-  providers: [PartnerQuotes],
+  providers: [PartnerQuotes, FakeModel],
 })
 export class AppModule {}

@@ -21,9 +21,13 @@ export interface AlgorithmEntry {
   readonly takesBurst: boolean;
   /** It limits calls running at once with leases, held until released; else it limits a rate. */
   readonly holdsLeases: boolean;
+  /** It counts in windows that can follow the calendar (`calendar`) instead of the period. */
+  readonly followsCalendar: boolean;
 }
 
-type Traits = Partial<Pick<AlgorithmEntry, 'bookable' | 'takesBurst' | 'holdsLeases'>>;
+type Traits = Partial<
+  Pick<AlgorithmEntry, 'bookable' | 'takesBurst' | 'holdsLeases' | 'followsCalendar'>
+>;
 
 const entry = <S, W>(
   code: string,
@@ -37,16 +41,18 @@ const entry = <S, W>(
   bookable: traits.bookable ?? false,
   takesBurst: traits.takesBurst ?? false,
   holdsLeases: traits.holdsLeases ?? false,
+  followsCalendar: traits.followsCalendar ?? false,
 });
 
 const BUCKET: Traits = { bookable: true, takesBurst: true };
+const WINDOWS: Traits = { followsCalendar: true };
 
 // Keyed by name, so that the compiler holds this list and the `Algorithm` type to each other: a
 // name missing here, or one the type does not know, does not compile.
 const ENTRIES = {
   'sliding-window': entry('sw', 'sliding-window', slidingWindow),
-  'sliding-window-counter': entry('swc', 'sliding-window-counter', slidingWindowCounter),
-  'fixed-window': entry('fw', 'fixed-window', fixedWindow),
+  'sliding-window-counter': entry('swc', 'sliding-window-counter', slidingWindowCounter, WINDOWS),
+  'fixed-window': entry('fw', 'fixed-window', fixedWindow, WINDOWS),
   'token-bucket': entry('tb', 'token-bucket', tokenBucket, BUCKET),
   'leaky-bucket': entry('gcra', 'gcra', gcra, BUCKET),
   concurrency: entry('cc', 'concurrency', concurrency, { holdsLeases: true }),

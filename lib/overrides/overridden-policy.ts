@@ -99,6 +99,10 @@ export function checkAgainstPolicies(
     const expected = `omitted for ${algorithms} (only ${TAKERS.join(' and ')} take it)`;
     throw configError(where, 'burst', limit.burst, expected);
   }
+  if (limit.periodMs !== undefined && known.some((p) => p.fixed?.calendar !== undefined)) {
+    const expected = 'omitted for a policy with calendar, whose windows follow the calendar';
+    throw configError(where, 'period', limit.periodMs / 1000, expected);
+  }
   for (const { fixed } of known) {
     if (fixed !== undefined && overriddenPolicy(fixed, limit) === undefined) {
       const expected = 'small enough that burst x period / threshold is under 30 years';
@@ -118,7 +122,8 @@ export function overriddenPolicy(
   limit: LimitOverride,
 ): ResolvedPolicy | undefined {
   const { threshold } = limit;
-  const periodMs = limit.periodMs ?? base.periodMs;
+  // A calendar policy's windows come from the calendar: a period would change nothing there.
+  const periodMs = (base.calendar === undefined ? limit.periodMs : undefined) ?? base.periodMs;
   const periodUs = periodMs * 1000;
   let burst = threshold;
   if (algorithmOf(base.algorithm).takesBurst) {

@@ -1,6 +1,7 @@
 import { type Algorithm } from '../algorithms/algorithm.js';
 import { algorithmOf, DEFAULT_ALGORITHM, isAlgorithm, REGISTRY } from '../algorithms/registry.js';
-import { type CalendarWindow } from './calendar-window.js';
+import { CALENDAR_PERIOD_MS, type CalendarUnit, type CalendarWindow } from './calendar-window.js';
+import { resolveCalendar } from './calendar-policy.js';
 import { type FieldList } from './known-fields.js';
 import {
   checkCount,
@@ -33,7 +34,10 @@ export type Dynamic<T, C> = T | ((context: C) => DynamicResult<T>);
  * `C` is what dynamic values receive: the `ExecutionContext` on routes.
  */
 export interface RateLimitPolicy<C = never> {
-  /** Length of the window (or the refill period). A number means seconds. Default 60. */
+  /**
+   * Length of the window (or the refill period). A number means seconds. Default 60. Left out
+   * for a quota by the calendar (`calendar`).
+   */
   period?: Dynamic<Duration, C>;
   /** Requests allowed per period. A positive integer. Default 3. */
   threshold?: Dynamic<number, C>;
@@ -75,6 +79,36 @@ export interface RateLimitPolicy<C = never> {
    * ```
    */
   onStoreError?: StoreErrorPolicy;
+  /**
+   * Count in windows that follow the calendar, in place of `period`: a day, a week (from
+   * Monday) or a month, in `timeZone`, from midnight or from the `anchor`. A window lasts as long
+   * as the calendar says (a day of 23 or 25 hours across a daylight-saving change, a month of
+   * 28 to 31 days); `Retry-After` and the reset point to the real end. For `fixed-window` and
+   * `sliding-window-counter`.
+   *
+   * @example
+   * ```ts
+   * // 10,000 tokens per user per day, reset at midnight in New York
+   * @RateLimit({ algorithm: 'fixed-window', calendar: 'day', timeZone: 'America/New_York', threshold: 10_000 })
+   * ```
+   */
+  calendar?: CalendarUnit;
+  /** The IANA time zone of a `calendar` window, e.g. `'Europe/Berlin'`. Default `'UTC'`. */
+  timeZone?: string;
+  /**
+   * Where a `calendar` window starts: its local time of day, and for weeks its weekday, for
+   * months its day of the month (the 29th to 31st fall on a shorter month's last day). A `Date`,
+   * an ISO 8601 string or ms since the epoch; on routes also a function of the context, e.g. a
+   * customer's billing date. Default: midnight, Monday, the 1st.
+   *
+   * @example
+   * ```ts
+   * // a monthly quota that renews on each customer's billing day
+   * @RateLimit({ algorithm: 'fixed-window', calendar: 'month', threshold: 1_000_000,
+   *   anchor: (ctx) => ctx.switchToHttp().getRequest().user.billingStartedAt })
+   * ```
+   */
+  anchor?: Dynamic<Date | string | number, C>;
 }
 
 /**
@@ -90,6 +124,9 @@ export const POLICY_FIELDS = {
   name: true,
   blockDuration: true,
   onStoreError: true,
+  calendar: true,
+  timeZone: true,
+  anchor: true,
 } as const satisfies FieldList<RateLimitPolicy>;
 
 /** What answers while the store fails: the memory store, or allow all, or deny all (503). */
@@ -115,8 +152,8 @@ export interface ResolvedPolicy {
   readonly onStoreError: StoreErrorPolicy | undefined;
   /**
    * Set for a quota by the calendar (`calendar`): its windows, in place of windows of `periodUs`
-   * aligned to the epoch; `periodUs` is then the unit's longest length (a day of 25 hours, a
-   * month of 31 days), for what needs one bound.
+   * aligned to the epoch; `periodUs` is then the unit's longest length (a day across a clock
+   * change, a month of 31 days), for what needs one bound.
    */
   readonly calendar?: CalendarWindow;
 }
@@ -139,16 +176,20 @@ export function resolvePolicy(
   where: string,
 ): ResolvedPolicy {
   checkShape(policy, where);
-  // Only a missing field takes the default; an explicit null is a mistake worth reporting.
-  const periodMs = parseDuration(valueOr(policy?.period, DEFAULT_PERIOD_SECONDS), 'period', where);
-  const threshold = checkCount(valueOr(policy?.threshold, DEFAULT_THRESHOLD), 'threshold', where);
   const algorithm = checkAlgorithm(policy?.algorithm, where);
+  const calendar = resolveCalendar(policy, algorithm, where);
+  // Only a missing field takes the default; an explicit null is a mistake worth reporting.
+  const periodMs =
+    calendar === undefined
+      ? parseDuration(valueOr(policy?.period, DEFAULT_PERIOD_SECONDS), 'period', where)
+      : CALENDAR_PERIOD_MS[calendar.unit];
+  const threshold = checkCount(valueOr(policy?.threshold, DEFAULT_THRESHOLD), 'threshold', where);
   const { code, holdsLeases } = algorithmOf(algorithm);
   const burst = resolveBurst(policy?.burst, algorithm, threshold, where);
   // A concurrency limit's period is how long a lease lives, not a window it counts over.
   const defaultName = holdsLeases
     ? `${threshold}-at-once`
-    : `${threshold}-per-${formatDuration(periodMs)}`;
+    : `${threshold}-per-${calendar?.unit ?? formatDuration(periodMs)}`;
   const name = checkName(valueOr(policy?.name, defaultName), where);
   const periodUs = periodMs * 1000;
   // Bucket capacities are held in microseconds of draining; keep them exact doubles.
@@ -174,6 +215,7 @@ export function resolvePolicy(
     id,
     blockUs,
     onStoreError,
+    ...(calendar === undefined ? {} : { calendar }),
   });
 }
 

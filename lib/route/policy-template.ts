@@ -11,13 +11,13 @@ import {
   resolveBlock,
   resolvePolicy,
 } from '../policy/rate-limit.policy.js';
-import { checkCount, checkName, configError, parseDuration } from '../policy/validation.js';
+import { checkCount, checkName, configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
-import { checkScope, checkScopedRoute } from './route-scope.js';
+import { checkScopedRoute } from './route-scope.js';
+import { checkRouteFields } from './route-fields.js';
 import { EXPIRED, type Expired, type FunctionBound } from './user-functions.js';
 
 import {
-  COUNT_MODES,
   type CountMode,
   ROUTE_POLICY_FIELDS,
   type RoutePolicy,
@@ -38,6 +38,8 @@ export interface PolicyTemplate {
   readonly shadow: boolean;
   /** Which routes share the budget: `'route'` unless the policy says otherwise. */
   readonly scope: RouteScope;
+  /** What the request really used, charged in place of its cost once it succeeded. */
+  readonly settle: RoutePolicy['settle'];
   readonly algorithm: Algorithm;
   /** How long a request may wait for a slot; 0 for none. */
   readonly maxWaitMs: number;
@@ -114,7 +116,7 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
   const route = checkRouteFields(routePolicy, where);
   // The route-only fields are checked; what follows is the policy proper.
   const policy: RateLimitPolicy<unknown> = routePolicy ?? {};
-  const { period, threshold, cost = DEFAULT_COST, name } = policy;
+  const { period, threshold, anchor, cost = DEFAULT_COST, name } = policy;
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
   // Check now what does not depend on the request, so mistakes surface at startup.
   const algorithm = checkAlgorithm(policy.algorithm, where);
@@ -126,7 +128,11 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
       `omitted for ${algorithm} (a lease is freed whatever the outcome)`,
     );
   }
-  if (typeof period !== 'function' && typeof threshold !== 'function') {
+  if (
+    typeof period !== 'function' &&
+    typeof threshold !== 'function' &&
+    typeof anchor !== 'function'
+  ) {
     const fixed = resolvePolicy(policy, where);
     return {
       ...route,
@@ -139,7 +145,26 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
     };
   }
   if (name !== undefined) checkName(name, where);
-  if (typeof period !== 'function' && period !== undefined) resolvePolicy({ period }, where);
+  if (typeof period !== 'function' && period !== undefined && policy.calendar === undefined) {
+    resolvePolicy({ period }, where);
+  }
+  if (policy.calendar !== undefined || policy.timeZone !== undefined) {
+    // Everything of a calendar window but a function's value, checked at startup.
+    const { calendar, timeZone } = policy;
+    const given = (v: unknown) => (typeof v === 'function' ? undefined : v);
+    resolvePolicy(
+      {
+        algorithm,
+        calendar,
+        timeZone,
+        anchor: given(anchor) as never,
+        period: given(period) as never,
+      },
+      where,
+    );
+  } else if (anchor !== undefined) {
+    throw configError(where, 'anchor', 'a function', 'given only with calendar');
+  }
   resolveBlock(policy.blockDuration, where);
   if (policy.burst !== undefined)
     resolvePolicy(
@@ -147,12 +172,17 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
       where,
     );
   const variants = new Map<string, ResolvedPolicy>();
-  const resolveWith = (periodValue: unknown, thresholdValue: unknown) => {
-    const cacheKey = `${typeof periodValue}:${String(periodValue)}|${typeof thresholdValue}:${String(thresholdValue)}`;
+  const resolveWith = (periodValue: unknown, thresholdValue: unknown, anchorValue: unknown) => {
+    const cacheKey = `${typeof periodValue}:${String(periodValue)}|${typeof thresholdValue}:${String(thresholdValue)}|${anchorKey(anchorValue)}`;
     let resolved = variants.get(cacheKey);
     if (resolved === undefined) {
       resolved = resolvePolicy(
-        { ...policy, period: periodValue as never, threshold: thresholdValue as never },
+        {
+          ...policy,
+          period: periodValue as never,
+          threshold: thresholdValue as never,
+          anchor: anchorValue as never,
+        },
         where,
       );
       if (variants.size >= MAX_CACHED_VARIANTS) variants.clear();
@@ -170,47 +200,14 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
     resolve(context, bound, route) {
       let p: unknown = typeof period === 'function' ? period(context) : period;
       let t: unknown = typeof threshold === 'function' ? threshold(context) : threshold;
-      if (!isPromise(p) && !isPromise(t)) return resolveWith(p, t);
+      let a: unknown = typeof anchor === 'function' ? anchor(context) : anchor;
+      if (!isPromise(p) && !isPromise(t) && !isPromise(a)) return resolveWith(p, t, a);
       if (isPromise(p)) p = settled(bound.settle(p, 'period', context, route));
       if (isPromise(t)) t = settled(bound.settle(t, 'threshold', context, route));
-      return Promise.all([p, t]).then(([pv, tv]) => resolveWith(pv, tv));
+      if (isPromise(a)) a = settled(bound.settle(a, 'anchor', context, route));
+      return Promise.all([p, t, a]).then(([pv, tv, av]) => resolveWith(pv, tv, av));
     },
   };
-}
-
-function checkRouteFields(policy: RoutePolicy | undefined, where: string) {
-  if (policy === undefined)
-    return {
-      tracker: undefined,
-      count: 'all' as const,
-      shadow: false,
-      maxWaitMs: 0,
-      scope: 'route' as RouteScope,
-    };
-  const tracker = policy?.tracker;
-  if (tracker !== undefined && typeof tracker !== 'function') {
-    throw configError(where, 'tracker', tracker, 'a function of the ExecutionContext');
-  }
-  const count = policy?.count ?? 'all';
-  if (!COUNT_MODES.includes(count)) {
-    throw configError(where, 'count', count, `one of ${COUNT_MODES.join(', ')}`);
-  }
-  const shadow = policy?.shadow ?? false;
-  if (typeof shadow !== 'boolean') throw configError(where, 'shadow', shadow, 'true or false');
-  const maxWaitMs =
-    policy.maxWait === undefined || policy.maxWait === 0
-      ? 0
-      : parseDuration(policy.maxWait, 'maxWait', where);
-  if (shadow && maxWaitMs > 0) {
-    throw configError(
-      where,
-      'maxWait',
-      policy.maxWait,
-      'omitted on a shadow policy, which never holds a request',
-    );
-  }
-  const scope = checkScope(policy.scope, where);
-  return { tracker, count, shadow, maxWaitMs, scope };
 }
 
 /**
@@ -239,6 +236,11 @@ function checkCost(value: unknown, where: string): number {
 /** A bounded value, undefined when its function did not settle in time: the default stands in. */
 function settled<T>(value: Promise<T | Expired>): Promise<T | undefined> {
   return value.then((v) => (v === EXPIRED ? undefined : v));
+}
+
+/** An anchor as a variant's cache key: a `Date` by its time, which `String` would round. */
+function anchorKey(value: unknown): string {
+  return value instanceof Date ? `d${value.getTime()}` : `${typeof value}:${String(value)}`;
 }
 
 export function isPromise(value: unknown): value is Promise<unknown> {

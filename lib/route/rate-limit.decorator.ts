@@ -52,9 +52,10 @@ export function RateLimit(policies?: RoutePolicy | readonly RoutePolicy[]): Clas
     const added = compileTemplates(policies, where);
     const templates = appendTemplates(existing, added, where);
     Reflect.defineMetadata(RATE_LIMIT_POLICY, templates, holder);
-    // Outside HTTP, only an interceptor sees how a handler ended; only the handlers that count
-    // outcomes or hold leases get it.
-    if (added.some((t) => t.count !== 'all') || anyHoldsLeases(added)) {
+    // Outside HTTP, only an interceptor sees how a handler ended, and on every transport only it
+    // sees what the handler returned; only the handlers that count outcomes, hold leases or settle
+    // usage get it.
+    if (added.some((t) => t.count !== 'all' || t.settle !== undefined) || anyHoldsLeases(added)) {
       if (descriptor === undefined) UseInterceptors(RateLimitInterceptor)(target as never);
       else UseInterceptors(RateLimitInterceptor)(target, propertyKey!, descriptor);
     }

@@ -107,7 +107,7 @@ export class RateLimitGuard implements CanActivate {
       this.telemetry,
     );
     if (this.telemetry.enabled) this.count(call, decision, waited);
-    if (features.anyCount || features.anyLease) {
+    if (features.anyCount || features.anyLease || features.anySettle) {
       this.settlement.settle(call, features, store, parts, decision.allowed);
     }
     if (decision.shadow === true) this.answer.shadowLimited(call, decision);

@@ -44,6 +44,10 @@ export interface RouteFeatures {
   readonly maxWaitMs: number;
   /** Some policy holds a lease until the call ends (`'concurrency'`). */
   readonly anyLease: boolean;
+  /** Each policy's `settle`, by its index; undefined where it has none. */
+  readonly settles: ReadonlyArray<PolicyTemplate['settle']>;
+  /** Some policy settles what a request used once it ends. */
+  readonly anySettle: boolean;
 }
 
 /**
@@ -157,7 +161,17 @@ function routeFeatures(
     if (!shadow[i]) maxWaitMs = Math.max(maxWaitMs, t.maxWaitMs);
   });
   const anyLease = anyHoldsLeases(templates);
-  if (!anyTracker && !anyShadow && !anyCount && maxWaitMs === 0 && !anyLease && !scopes)
+  const settles = templates.map((t) => t.settle);
+  const anySettle = settles.some((s) => s !== undefined);
+  if (
+    !anyTracker &&
+    !anyShadow &&
+    !anyCount &&
+    maxWaitMs === 0 &&
+    !anyLease &&
+    !scopes &&
+    !anySettle
+  )
     return undefined;
   return {
     trackers,
@@ -170,6 +184,8 @@ function routeFeatures(
     anyCount,
     maxWaitMs,
     anyLease,
+    settles,
+    anySettle,
   };
 }
 

@@ -67,6 +67,25 @@ export interface RoutePolicy extends RateLimitPolicy<ExecutionContext> {
    * ```
    */
   scope?: RouteScope;
+  /**
+   * Makes the request a reservation: its `cost` is the estimate, taken when the request arrives,
+   * and once the handler has succeeded this gives what it really used, charged in its place when
+   * the response ends (more than the estimate is charged even past the limit, as a debt later
+   * requests wait out; less is given back). `result` is what the handler returned (for an
+   * observable, its last value); a header or field the handler set is read off the context.
+   * Returning nothing, or a handler that throws, keeps the estimate. An integer from 0; a promise
+   * is awaited.
+   *
+   * @example
+   * ```ts
+   * @RateLimit({
+   *   algorithm: 'fixed-window', calendar: 'day', threshold: 10_000,
+   *   cost: 2_000, // reserved up front
+   *   settle: (_ctx, reply: Completion) => reply.usage.total_tokens,
+   * })
+   * ```
+   */
+  settle?: (context: ExecutionContext, result: any) => DynamicResult<number>; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
 /** Which routes share a policy's budget: see {@link RoutePolicy.scope}. */
@@ -80,4 +99,5 @@ export const ROUTE_POLICY_FIELDS = {
   shadow: true,
   maxWait: true,
   scope: true,
+  settle: true,
 } as const satisfies FieldList<RoutePolicy>;

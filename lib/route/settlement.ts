@@ -6,19 +6,22 @@ import { type PendingOutcomes } from '../transports/pending-outcomes.js';
 import { type CountMode } from './route-policy.js';
 import { type DecisionPart } from './route-decision.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
+import { UsageSettlement } from './usage-settlement.js';
 
 // Enough to see that refunds fail without a log line per request while a store is down.
 const MAX_REPORTED_REFUND_FAILURES = 5;
 
 /**
- * The end of a call on a route that holds leases or counts only some outcomes. The leases the
- * decision took are held until the call ends; once its outcome is known, they are freed and the
- * policies that do not count that outcome get back what they counted: `'failures'` policies on
- * success, `'successes'` policies on failure. The outcome comes through the call's transport.
+ * The end of a call on a route that holds leases, counts only some outcomes or settles usage. The
+ * leases the decision took are held until the call ends; once its outcome is known, they are
+ * freed, the policies that do not count that outcome get back what they counted (`'failures'`
+ * policies on success, `'successes'` policies on failure), and on success the policies with
+ * `settle` are charged what the call used. The outcome comes through the call's transport.
  */
 export class Settlement {
   private readonly logger = new Logger('RateLimit');
   private refundFailures = 0;
+  private readonly usage = new UsageSettlement();
 
   constructor(
     private readonly leases: LeaseKeeper,
@@ -30,12 +33,13 @@ export class Settlement {
    * refund that fails is logged (the first few), never thrown.
    */
   settle(
-    { context, transport }: RouteCall,
+    { context, transport, plan }: RouteCall,
     features: RouteFeatures,
     store: RateLimitStore,
     parts: readonly DecisionPart[],
     admitted: boolean,
   ): void {
+    const where = plan.where;
     let held: HeldLease[] | undefined;
     let unclaimed = () => false;
     if (features.anyLease) {
@@ -47,12 +51,17 @@ export class Settlement {
         else void this.leases.release(lease);
       }
     }
-    if (!features.anyCount && held === undefined) return;
+    const settles = features.anySettle && admitted;
+    if (!features.anyCount && held === undefined && !settles) return;
+    if (settles) this.pending.keepResult(context);
     unclaimed = transport.watchOutcome(
       context,
       (succeeded) => {
         if (held !== undefined) for (const lease of held) void this.leases.release(lease);
         if (features.anyCount) this.giveBack(features, store, parts, succeeded);
+        if (!settles) return;
+        const result = this.pending.takeResult(context);
+        if (succeeded) this.usage.settle(context, result, features, store, parts, where);
       },
       this.pending,
     );

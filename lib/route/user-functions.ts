@@ -11,7 +11,7 @@ import {
 } from '../stores/store.interface.js';
 
 /** The functions of yours a route awaits before it can decide. */
-export type UserFunction = 'getTracker' | 'tracker' | 'threshold' | 'period' | 'cost';
+export type UserFunction = 'getTracker' | 'tracker' | 'threshold' | 'period' | 'cost' | 'anchor';
 
 /**
  * What `onStoreError` (when a function) is told when a function of yours did not settle within
@@ -61,6 +61,7 @@ const STAND_INS: Readonly<Record<UserFunction, string>> = {
   threshold: 'with the default threshold',
   period: 'with the default period',
   cost: 'at cost 1',
+  anchor: 'with windows from midnight',
 };
 
 /** A call one of whose functions expired: the module's answer for it, and what expired where. */

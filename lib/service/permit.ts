@@ -7,6 +7,7 @@ import { type Duration, type ResolvedPolicy } from '../policy/rate-limit.policy.
 import { parseDuration } from '../policy/validation.js';
 import { type AcquireOptions } from './service-options.js';
 import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+import { type Limits } from '../stores/store-call.js';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';
 import { type SlotWait, waitForSlot } from '../flow/wait-for-slot.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
@@ -26,17 +27,33 @@ const NO_LEASE = () => Promise.resolve();
 export async function acquirePermit(
   store: RateLimitStore,
   leases: LeaseKeeper,
-  keys: readonly string[],
-  policies: readonly ResolvedPolicy[],
-  costs: readonly number[],
+  limits: Limits,
   options: AcquireOptions | undefined,
   where: string,
   telemetry: RateLimitTelemetry,
 ): Promise<RateLimitPermit> {
-  const maxWaitMs = resolveMaxWait(options?.maxWait, policies, where);
+  const decision = await admit(store, leases, limits, options, where, telemetry);
+  const lease = leases.hold(limits, decision);
+  const release = lease === undefined ? NO_LEASE : () => leases.release(lease);
+  return { ...decision, release };
+}
+
+/**
+ * Waits for a slot under every policy, up to `maxWait` (default: the longest period), and answers
+ * with the store's allowing decision itself, which the caller may hand back to the store (its
+ * arrival, its lease). Rejects with a `RateLimitException` when the call cannot proceed in time.
+ */
+export async function admit(
+  store: RateLimitStore,
+  leases: LeaseKeeper,
+  limits: Limits,
+  options: AcquireOptions | undefined,
+  where: string,
+  telemetry: RateLimitTelemetry,
+): Promise<RateLimitDecision> {
+  const maxWaitMs = resolveMaxWait(options?.maxWait, limits.policies, where);
   const signal = options?.signal;
   signal?.throwIfAborted();
-  const limits = { keys, policies, costs };
   let waited = false;
   const onWaited: SlotWait['onWaited'] = telemetry.enabled
     ? (startedAt, outcome, decision) => {
@@ -52,9 +69,7 @@ export async function acquirePermit(
   });
   if (telemetry.enabled) telemetry.decided(where, decision, waited, 'event');
   if (!decision.allowed) throw new RateLimitException(rejectionMessage(decision), decision);
-  const lease = leases.hold(limits, decision);
-  const release = lease === undefined ? NO_LEASE : () => leases.release(lease);
-  return { ...decision, release };
+  return decision;
 }
 
 /** `maxWait` in ms: given (0 allowed), else the longest period among the policies. */

@@ -1,14 +1,20 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
-import { acquirePermit, type RateLimitPermit } from './permit.js';
+import { type RateLimitPermit } from './permit.js';
+import { type RateLimitReservation } from './reservation.js';
+import { ServiceCalls } from './service-calls.js';
 import { ServiceLimits } from './service-limits.js';
-import { type AcquireOptions, checkCallOptions, type ConsumeOptions } from './service-options.js';
+import {
+  type AcquireOptions,
+  type ConsumeOptions,
+  type ReserveOptions,
+  type RunOptions,
+} from './service-options.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
-import { configError, parseDuration } from '../policy/validation.js';
-import { execute, type StoreCall, type StoreOperation } from '../stores/store-call.js';
+import { parseDuration } from '../policy/validation.js';
 import {
   clearOverride,
   listOverrides,
@@ -18,19 +24,6 @@ import {
 import { type OverrideLimit, type OverrideOptions } from '../overrides/overridden-policy.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
 import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
-
-// Built once: the hot path must not assemble the place name of an error it rarely throws.
-const WHERE: Readonly<Record<StoreOperation, string>> = {
-  consume: 'RateLimitService.consume',
-  peek: 'RateLimitService.peek',
-  refund: 'RateLimitService.refund',
-  reset: 'RateLimitService.reset',
-  block: 'RateLimitService.block',
-  reserve: 'RateLimitService.acquire',
-  release: 'RateLimitService.acquire',
-  renew: 'RateLimitService.acquire',
-  settle: 'RateLimitService.reserve',
-};
 
 /**
  * Rate limiting outside HTTP handlers: queues, jobs, sockets, or any code path. Uses the same
@@ -44,18 +37,19 @@ const WHERE: Readonly<Record<StoreOperation, string>> = {
  */
 @Injectable()
 export class RateLimitService {
-  private readonly limits: ServiceLimits;
+  private readonly calls: ServiceCalls;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
-    @Inject(RateLimitStore) private readonly store: RateLimitStore,
-    private readonly leases: LeaseKeeper,
+    @Inject(RateLimitStore) store: RateLimitStore,
+    leases: LeaseKeeper,
     private readonly registry: OverrideRegistry,
     @Optional()
     @Inject(RATE_LIMIT_TELEMETRY)
-    private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
+    telemetry: RateLimitTelemetry = NO_TELEMETRY,
   ) {
-    this.limits = new ServiceLimits(options.keyPrefix, registry);
+    const limits = new ServiceLimits(options.keyPrefix, registry);
+    this.calls = new ServiceCalls(store, leases, limits, telemetry);
   }
 
   /**
@@ -132,12 +126,14 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     options?: AcquireOptions,
   ): Promise<RateLimitPermit> {
-    return this.permit('RateLimitService.acquire', key, policy, options);
+    return this.calls.permit('RateLimitService.acquire', key, policy, options);
   }
 
   /**
    * `acquire`, then `fn()`, then the permit's `release()` once `fn` settles, whether it resolves
    * or throws. Returns or throws what `fn` does: the one-liner for calls to a rate-limited API.
+   * With `usage`, the call is a reservation instead, settled with what `usage` reads off the
+   * result (see `reserve`).
    *
    * @example
    * ```ts
@@ -145,21 +141,37 @@ export class RateLimitService {
    * const rates = await rateLimit.run('partner-api', PARTNER, () => fetch('https://partner.example/rates'));
    * ```
    */
-  async run<T>(
+  run<T>(
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[],
     fn: () => T | Promise<T>,
-    options?: AcquireOptions,
+    options?: RunOptions<T>,
   ): Promise<T> {
-    if (typeof fn !== 'function') {
-      throw configError('RateLimitService.run', 'fn', fn, 'a function to run once allowed');
-    }
-    const permit = await this.permit('RateLimitService.run', key, policy, options);
-    try {
-      return await fn();
-    } finally {
-      await permit.release();
-    }
+    return this.calls.run(key, policy, fn, options);
+  }
+
+  /**
+   * Takes `estimate` from every policy now, atomically, as `consume` would (several policies,
+   * all or nothing, lock-outs), and resolves with a ticket to `settle` once the call's real
+   * usage is known: for budgets counted in what a call consumed (tokens, bytes, query cost).
+   * Rejects with a `RateLimitException` when the estimate does not fit within `maxWait`
+   * (default 0: at once). A ticket never settled keeps its estimate.
+   *
+   * @example
+   * ```ts
+   * const TOKENS_PER_DAY = { algorithm: 'fixed-window', calendar: 'day', threshold: 10_000 } as const;
+   * const ticket = await rateLimit.reserve(`tokens:${userId}`, TOKENS_PER_DAY, 2_000);
+   * const reply = await model.complete(prompt);
+   * await ticket.settle(reply.usage.total_tokens);
+   * ```
+   */
+  reserve(
+    key: string,
+    policy: RateLimitPolicy | readonly RateLimitPolicy[],
+    estimate: number,
+    options?: ReserveOptions,
+  ): Promise<RateLimitReservation> {
+    return this.calls.reserve(key, policy, estimate, options);
   }
 
   /**
@@ -172,7 +184,7 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
     options?: ConsumeOptions,
   ): Promise<RateLimitDecision> {
-    return this.operate('consume', key, policy, options);
+    return this.calls.operate('consume', key, policy, options);
   }
 
   /**
@@ -190,7 +202,7 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
     options?: ConsumeOptions,
   ): Promise<RateLimitDecision> {
-    return this.operate('peek', key, policy, options);
+    return this.calls.operate('peek', key, policy, options);
   }
 
   /**
@@ -213,7 +225,7 @@ export class RateLimitService {
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
     options?: ConsumeOptions,
   ): Promise<RateLimitDecision> {
-    return this.operate('refund', key, policy, options);
+    return this.calls.operate('refund', key, policy, options);
   }
 
   /**
@@ -230,7 +242,7 @@ export class RateLimitService {
     key: string,
     policy: RateLimitPolicy | readonly RateLimitPolicy[] = {},
   ): Promise<RateLimitDecision> {
-    return this.operate('reset', key, policy, undefined);
+    return this.calls.operate('reset', key, policy, undefined);
   }
 
   /**
@@ -248,41 +260,6 @@ export class RateLimitService {
     duration: Duration,
   ): Promise<RateLimitDecision> {
     const durationMs = parseDuration(duration, 'duration', 'RateLimitService.block');
-    return this.operate('block', key, policy, undefined, { durationMs });
-  }
-
-  private async permit(
-    where: string,
-    key: string,
-    policy: RateLimitPolicy | readonly RateLimitPolicy[],
-    options: AcquireOptions | undefined,
-  ): Promise<RateLimitPermit> {
-    checkCallOptions(options, true, where);
-    const { keys, policies, costs } = this.limits.of(where, key, policy, options, true);
-    return acquirePermit(
-      this.store,
-      this.leases,
-      keys,
-      policies,
-      costs,
-      options,
-      where,
-      this.telemetry,
-    );
-  }
-
-  private operate(
-    op: StoreOperation,
-    key: string,
-    policy: RateLimitPolicy | readonly RateLimitPolicy[],
-    options: ConsumeOptions | undefined,
-    extras?: Omit<StoreCall, 'op' | 'limits'>,
-  ): Promise<RateLimitDecision> {
-    const where = WHERE[op];
-    checkCallOptions(options, false, where);
-    const limits = this.limits.of(where, key, policy, options, op !== 'consume');
-    const decided = execute(this.store, { ...extras, op, limits });
-    // Only consume decides: peek records nothing; refund, reset and block are no requests.
-    return op === 'consume' ? this.telemetry.counted(where, decided) : decided;
+    return this.calls.operate('block', key, policy, undefined, { durationMs });
   }
 }

@@ -23,6 +23,35 @@ export interface AcquireOptions extends ConsumeOptions {
   signal?: AbortSignal;
 }
 
+/** Options of one `reserve()` call. */
+export interface ReserveOptions {
+  /**
+   * Longest time to wait for the estimate to fit, as `acquire` waits. A number means seconds.
+   * Default 0: a reservation that does not fit now is rejected at once.
+   */
+  maxWait?: Duration;
+  /** Cancels the wait: `reserve` rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of one `run()` call. */
+export interface RunOptions<T> extends AcquireOptions {
+  /**
+   * Makes the call a reservation: `cost` (or each policy's) is the estimate, and once `fn`
+   * resolves, what this returns for its result is settled as the usage (see `reserve`). When
+   * `fn` throws, the estimate stays counted. Not for `'concurrency'` policies.
+   *
+   * @example
+   * ```ts
+   * const reply = await rateLimit.run(`tokens:${userId}`, TOKENS_PER_DAY, () => model.complete(prompt), {
+   *   cost: 2_000,
+   *   usage: (r) => r.usage.total_tokens,
+   * });
+   * ```
+   */
+  usage?: (result: T) => number;
+}
+
 /** Every field of {@link ConsumeOptions}; any other is rejected as a typo. */
 export const CONSUME_OPTION_FIELDS = { cost: true } as const satisfies FieldList<ConsumeOptions>;
 
@@ -33,20 +62,47 @@ export const ACQUIRE_OPTION_FIELDS = {
   signal: true,
 } as const satisfies FieldList<AcquireOptions>;
 
-const CONSUME_FIELDS = knownFields(CONSUME_OPTION_FIELDS, {
-  maxWait: 'maxWait applies only to acquire() and run()',
-  signal: 'signal applies only to acquire() and run()',
-});
-const ACQUIRE_FIELDS = knownFields(ACQUIRE_OPTION_FIELDS);
+/** Every field of {@link RunOptions}. */
+export const RUN_OPTION_FIELDS = {
+  ...ACQUIRE_OPTION_FIELDS,
+  usage: true,
+} as const satisfies FieldList<RunOptions<unknown>>;
+
+/** Every field of {@link ReserveOptions}. */
+export const RESERVE_OPTION_FIELDS = {
+  maxWait: true,
+  signal: true,
+} as const satisfies FieldList<ReserveOptions>;
+
+/** Which options each kind of call takes. */
+export type CallKind = 'consume' | 'acquire' | 'run' | 'reserve';
+
+const ONLY_WAITERS = 'applies only to acquire(), run() and reserve()';
+const CALL_FIELDS = {
+  consume: knownFields(CONSUME_OPTION_FIELDS, {
+    maxWait: `maxWait ${ONLY_WAITERS}`,
+    signal: `signal ${ONLY_WAITERS}`,
+    usage: 'usage applies only to run(); reserve() returns a ticket to settle',
+  }),
+  acquire: knownFields(ACQUIRE_OPTION_FIELDS, {
+    usage: 'usage applies only to run(); reserve() returns a ticket to settle',
+  }),
+  run: knownFields(RUN_OPTION_FIELDS),
+  reserve: knownFields(RESERVE_OPTION_FIELDS, {
+    cost: "the estimate is reserve()'s third argument",
+    usage: 'usage is what settle() takes',
+  }),
+};
 
 /**
  * Checks the options of one call: an object with no field its method does not take. Per call,
  * so kept to a loop over the few fields given.
  */
-export function checkCallOptions(options: unknown, acquires: boolean, where: string): void {
+export function checkCallOptions(options: unknown, kind: CallKind, where: string): void {
   if (options === undefined) return;
   if (options === null || typeof options !== 'object') {
-    throw configError(where, 'options', options, 'an object like { cost: 2 }');
+    const like = kind === 'reserve' ? "{ maxWait: '5s' }" : '{ cost: 2 }';
+    throw configError(where, 'options', options, `an object like ${like}`);
   }
-  checkFields(options, acquires ? ACQUIRE_FIELDS : CONSUME_FIELDS, where);
+  checkFields(options, CALL_FIELDS[kind], where);
 }

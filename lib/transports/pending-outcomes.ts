@@ -11,6 +11,7 @@ export type Settle = (succeeded: boolean) => void;
 @Injectable()
 export class PendingOutcomes {
   private readonly byArgs = new WeakMap<object, Settle>();
+  private readonly results = new WeakMap<object, { value: unknown }>();
 
   /**
    * Leaves `settle` for the interceptor of this call; returns whether the interceptor has not
@@ -20,6 +21,27 @@ export class PendingOutcomes {
     const args = context.getArgs();
     this.byArgs.set(args, settle);
     return () => this.byArgs.has(args);
+  }
+
+  /** Asks the interceptor of this call to keep what its handler returns, for {@link takeResult}. */
+  keepResult(context: ExecutionContext): void {
+    this.results.set(context.getArgs(), { value: undefined });
+  }
+
+  /**
+   * Where the interceptor keeps what this call's handler returns (an observable's latest value);
+   * undefined when nobody asked.
+   */
+  resultSlot(context: ExecutionContext): { value: unknown } | undefined {
+    return this.results.get(context.getArgs());
+  }
+
+  /** What this call's handler returned, once; undefined when it returned nothing or nobody kept it. */
+  takeResult(context: ExecutionContext): unknown {
+    const args = context.getArgs();
+    const slot = this.results.get(args);
+    this.results.delete(args);
+    return slot?.value;
   }
 
   /** Takes what the guard left for this call, if anything. */

@@ -92,14 +92,16 @@ describe('@RateLimit rejects a field it does not know when the class is defined'
       }
       return SearchController;
     }).toThrow(
-      /^@RateLimit on SearchController\.search: unknown field "limit" \(known fields: period, threshold, .*, scope\)$/,
+      /^@RateLimit on SearchController\.search: unknown field "limit" \(known fields: period, threshold, .*, settle\)$/,
     );
   });
 
   it('takes every field a route policy has, scope and onStoreError included', () => {
     // A shared scope needs every policy of the route to count the same tracker.
     const tracker = () => 'user';
-    const policy: Required<Omit<RoutePolicy, 'burst' | 'count'>> = {
+    const policy: Required<
+      Omit<RoutePolicy, 'burst' | 'count' | 'calendar' | 'timeZone' | 'anchor'>
+    > = {
       period: '1m',
       threshold: 60,
       algorithm: 'sliding-window',
@@ -107,6 +109,7 @@ describe('@RateLimit rejects a field it does not know when the class is defined'
       name: 'api',
       blockDuration: '1m',
       onStoreError: 'deny',
+      settle: () => 1,
       tracker,
       shadow: false,
       maxWait: '1s',
@@ -118,6 +121,21 @@ describe('@RateLimit rejects a field it does not know when the class is defined'
         call() {}
       }
       return ApiController;
+    }).not.toThrow();
+  });
+
+  it('takes the calendar fields, which stand in for period', () => {
+    const policy: Required<Pick<RoutePolicy, 'calendar' | 'timeZone' | 'anchor'>> = {
+      calendar: 'month',
+      timeZone: 'Europe/Berlin',
+      anchor: () => '2026-01-31',
+    };
+    expect(() => {
+      class BillingController {
+        @RateLimit({ ...policy, algorithm: 'fixed-window', threshold: 100 })
+        call() {}
+      }
+      return BillingController;
     }).not.toThrow();
   });
 });
@@ -166,7 +184,7 @@ describe('RateLimitService rejects a field it does not know at the call', () => 
       `RateLimitService.run: ${wait}`,
     );
     expect(() => limiter.consume('k', {}, { maxWait: 1 } as never)).toThrow(
-      'RateLimitService.consume: unknown field "maxWait" (maxWait applies only to acquire() and run())',
+      'RateLimitService.consume: unknown field "maxWait" (maxWait applies only to acquire(), run() and reserve())',
     );
     expect(() => limiter.consume('k', {}, 2 as never)).toThrow(
       'RateLimitService.consume: options must be an object like { cost: 2 }, got 2',

@@ -1,0 +1,71 @@
+import { type ExecutionContext, Logger } from '@nestjs/common';
+import { checkUsage, settleUsage } from '../service/reservation.js';
+import { type RateLimitStore } from '../stores/store.interface.js';
+import { type DecisionPart } from './route-decision.js';
+import { type RouteFeatures } from './route-plan.js';
+import { isPromise } from './policy-template.js';
+
+// Enough to see that settling fails without a log line per request.
+const MAX_REPORTED_FAILURES = 5;
+
+/**
+ * Charges what a request really used in place of its cost, for route policies with `settle`,
+ * once the request has succeeded: one store call per decision part whose policies settle, with
+ * the signed difference per policy. The response has gone by then, so a `settle` that throws or
+ * returns something other than an integer from 0 is logged (the first few) and leaves the
+ * estimate counted, as does a store that fails.
+ */
+export class UsageSettlement {
+  private readonly logger = new Logger('RateLimit');
+  private failures = 0;
+
+  settle(
+    context: ExecutionContext,
+    result: unknown,
+    features: RouteFeatures,
+    store: RateLimitStore,
+    parts: readonly DecisionPart[],
+    where: string,
+  ): void {
+    for (const part of parts) {
+      const decision = part.decision!;
+      if (!decision.allowed) continue;
+      const used = part.indexes.map((i) => this.usage(features.settles[i], context, result, where));
+      if (used.every((u) => u === undefined)) continue;
+      void Promise.all(used)
+        .then((actuals) => settleUsage(store, part, decision, actuals))
+        .catch((error: unknown) =>
+          this.report(`Settling what a request used failed: ${String(error)}`),
+        );
+    }
+  }
+
+  /** What `settle` says the request used, checked; undefined to keep the estimate. */
+  private usage(
+    settle: RouteFeatures['settles'][number],
+    context: ExecutionContext,
+    result: unknown,
+    where: string,
+  ): number | undefined | Promise<number | undefined> {
+    if (settle === undefined) return undefined;
+    const check = (value: unknown) =>
+      value === undefined ? undefined : checkUsage(value, 'settle', where);
+    try {
+      const value: unknown = settle(context, result);
+      return isPromise(value)
+        ? value.then(check, (error: unknown) => this.failed(error))
+        : check(value);
+    } catch (error) {
+      return this.failed(error);
+    }
+  }
+
+  private failed(error: unknown): undefined {
+    this.report(`A settle function failed; the estimate stays counted: ${String(error)}`);
+    return undefined;
+  }
+
+  private report(message: string): void {
+    if (this.failures++ < MAX_REPORTED_FAILURES) this.logger.warn(message);
+  }
+}

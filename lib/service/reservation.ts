@@ -1,0 +1,94 @@
+import { configError, MAX_THRESHOLD } from '../policy/validation.js';
+import { execute, type Limits } from '../stores/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+
+/**
+ * What `RateLimitService.reserve` resolves with: the decision that took the estimate, plus how
+ * to settle it once the call's real usage is known. Settle it, or cancel it, once; a reservation
+ * never settled keeps its estimate.
+ */
+export interface RateLimitReservation extends RateLimitDecision {
+  /** What was reserved under every policy. */
+  readonly estimate: number;
+  /**
+   * Charges what the call really used, in one atomic store call: gives back what was reserved
+   * beyond it, or charges the extra even past the limit, as a debt that later calls wait out.
+   * Either lands in the window the reservation was counted in (see the usage-based limits
+   * page). Resolves with what is left afterwards: `allowed` is false while a policy is over its
+   * limit. `actual` is an integer from 0; a second `settle` or `cancel` rejects.
+   *
+   * @example
+   * ```ts
+   * const ticket = await rateLimit.reserve(`tokens:${userId}`, TOKENS_PER_DAY, 2_000);
+   * const reply = await model.complete(prompt);
+   * await ticket.settle(reply.usage.total_tokens);
+   * ```
+   */
+  settle(actual: number): Promise<RateLimitDecision>;
+  /** Gives the whole estimate back: `settle(0)`. */
+  cancel(): Promise<RateLimitDecision>;
+}
+
+/** The ticket of a reservation `decision` made on `limits`, each policy costing `estimate`. */
+export function reservationOf(
+  store: RateLimitStore,
+  limits: Limits,
+  decision: RateLimitDecision,
+  estimate: number,
+  where: string,
+): RateLimitReservation {
+  let settled = false;
+  const settle = (actual: number): Promise<RateLimitDecision> => {
+    try {
+      checkUsage(actual, 'actual', where);
+      if (settled) {
+        throw configError(
+          where,
+          'settle',
+          'a second time',
+          'one settle() or cancel() per reservation',
+        );
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    settled = true;
+    return settleUsage(store, limits, decision, actual);
+  };
+  return { ...decision, estimate, settle, cancel: () => settle(0) };
+}
+
+/**
+ * Charges `actual` in place of what `decision` counted under each policy (`limits.costs`): one
+ * store call with the signed differences, none when they are all 0.
+ */
+export function settleUsage(
+  store: RateLimitStore,
+  limits: Limits,
+  decision: RateLimitDecision,
+  actual: number | readonly (number | undefined)[],
+): Promise<RateLimitDecision> {
+  const { keys, policies, costs } = limits;
+  let any = false;
+  const deltas = costs.map((cost, i) => {
+    const used = typeof actual === 'number' ? actual : actual[i];
+    const delta = used === undefined ? 0 : used - cost;
+    any ||= delta !== 0;
+    return delta;
+  });
+  if (!any) return Promise.resolve(decision);
+  return execute(store, { op: 'settle', limits: { keys, policies, costs: deltas }, of: decision });
+}
+
+/** What a call used: an integer from 0, at most what a policy's threshold may be. */
+export function checkUsage(value: unknown, field: string, where: string): number {
+  if (
+    typeof value !== 'number' ||
+    !Number.isSafeInteger(value) ||
+    value < 0 ||
+    value > MAX_THRESHOLD
+  ) {
+    throw configError(where, field, value, `an integer from 0 to ${MAX_THRESHOLD}`);
+  }
+  return value;
+}

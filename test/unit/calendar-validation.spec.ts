@@ -1,0 +1,108 @@
+/** The checks a calendar policy's fields pass when it is resolved: calendar, timeZone, anchor. */
+import { describe, expect, it } from '@jest/globals';
+import { checkCalendar, checkTimeZone, parseAnchor } from '../../lib/policy/calendar-window.js';
+import { RateLimitConfigError } from '../../lib/policy/validation.js';
+
+const where = '@RateLimit on X.m';
+
+/** The error `check` throws, which must be a RateLimitConfigError. */
+function errorOf(check: () => unknown): Error {
+  try {
+    check();
+  } catch (error) {
+    expect(error).toBeInstanceOf(RateLimitConfigError);
+    return error as Error;
+  }
+  throw new Error('no error thrown');
+}
+
+describe('checkCalendar', () => {
+  it.each(['day', 'week', 'month'])('accepts %p', (unit) => {
+    expect(checkCalendar(unit, where)).toBe(unit);
+  });
+
+  it.each([
+    ['year', '"year"'],
+    ['Day', '"Day"'],
+    [1, '1'],
+    [undefined, 'undefined'],
+  ])('rejects %p, naming the field and the value', (value, shown) => {
+    expect(errorOf(() => checkCalendar(value, where)).message).toBe(
+      `${where}: calendar must be 'day', 'week' or 'month', got ${shown}`,
+    );
+  });
+});
+
+describe('checkTimeZone', () => {
+  it.each([
+    ['Europe/Berlin', 'Europe/Berlin'],
+    ['europe/berlin', 'Europe/Berlin'],
+    ['UTC', 'UTC'],
+    ['utc', 'UTC'],
+  ])('accepts %p as %p', (value, canonical) => {
+    expect(checkTimeZone(value, where)).toBe(canonical);
+  });
+
+  // Node 20's ICU spells it the older way; engines that keep the name given do not.
+  it('accepts a name the engine may spell its own way', () => {
+    expect(checkTimeZone('Asia/Kathmandu', where)).toMatch(/^Asia\/Kath?mandu$/);
+  });
+
+  it.each([
+    ['Mars/Olympus_Mons', '"Mars/Olympus_Mons"'],
+    ['', '""'],
+    [42, '42'],
+    [null, 'null'],
+  ])('rejects %p, naming the field and the value', (value, shown) => {
+    expect(errorOf(() => checkTimeZone(value, where)).message).toBe(
+      `${where}: timeZone must be an IANA time zone name such as 'Europe/Berlin', got ${shown}`,
+    );
+  });
+});
+
+describe('parseAnchor', () => {
+  const instant = Date.UTC(2026, 0, 31, 8, 0, 0);
+
+  it.each([
+    ['a Date', new Date(instant), undefined, instant],
+    ['ms since the epoch', instant, undefined, instant],
+    ['an ISO string in UTC', '2026-01-31T08:00:00.000Z', undefined, instant],
+    ['an ISO string with an offset', '2026-01-31T09:00+01:00', undefined, instant],
+    ['an ISO string with a negative offset', '2026-01-31T03:00:00-0500', undefined, instant],
+    ['a local time, in the zone given', '2026-01-31T09:00', 'Europe/Berlin', instant],
+    ['a local time, in UTC without a zone', '2026-01-31T08:00', undefined, instant],
+    [
+      'a date, at midnight in the zone',
+      '2026-01-31',
+      'Asia/Kathmandu',
+      instant - 13.75 * 3_600_000,
+    ],
+    ['fractions of a second, to the ms', '2026-01-31T08:00:00.1239Z', undefined, instant + 123],
+  ])('accepts %s', (_, value, timeZone, ms) => {
+    expect(parseAnchor(value, where, timeZone)).toBe(ms);
+  });
+
+  it('reads a local time the clocks skip as the time after the skip', () => {
+    expect(parseAnchor('2026-03-29T02:30', where, 'Europe/Berlin')).toBe(
+      Date.parse('2026-03-29T03:30+02:00'),
+    );
+  });
+
+  it.each([
+    ['yesterday', '"yesterday"'],
+    ['2026-02-30', '"2026-02-30"'],
+    ['2026-13-01', '"2026-13-01"'],
+    ['2026-01-31T24:00', '"2026-01-31T24:00"'],
+    ['2026-01-31T09:00+25:00', '"2026-01-31T09:00+25:00"'],
+    ['Sat, 31 Jan 2026 09:00:00', '"Sat, 31 Jan 2026 09:00:00"'],
+    [new Date(NaN), '"Invalid Date"'],
+    [NaN, 'NaN'],
+    [1.5, '1.5'],
+    [9e15, '9000000000000000'],
+    [{}, '{}'],
+  ])('rejects %p, naming the field and the value', (value, shown) => {
+    expect(errorOf(() => parseAnchor(value, where)).message).toBe(
+      `${where}: anchor must be a Date, an ISO date string or ms since the epoch, got ${shown}`,
+    );
+  });
+});
