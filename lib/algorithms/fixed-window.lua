@@ -9,8 +9,9 @@
 -- 10^9), and the whole stays below 2^53, exact in Lua's doubles.
 -- A calendar window's number is its start in whole seconds, mod 2^22 (some 48.5 days): a key
 -- lives to its window's end (plus the slack of a simulated clock, minutes), and a window lasts at
--- most 31 days, so any window read while the key lives starts less than 48.5 days from the one
--- that wrote it, and consecutive starts are at least 22 hours apart: no two numbers collide.
+-- most 31 days and 2 hours, so any window read while the key lives starts less than 48.5 days from
+-- the one that wrote it; and starts are whole ms at least 22 hours apart, so no two windows share
+-- a second: no two numbers collide.
 
 ALGORITHMS.fw = {}
 
