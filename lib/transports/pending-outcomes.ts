@@ -25,7 +25,7 @@ export class PendingOutcomes {
 
   /** Asks the interceptor of this call to keep what its handler returns, for {@link takeResult}. */
   keepResult(context: ExecutionContext): void {
-    this.results.set(context.getArgs(), { value: undefined });
+    this.results.set(callOf(context), { value: undefined });
   }
 
   /**
@@ -33,14 +33,14 @@ export class PendingOutcomes {
    * undefined when nobody asked.
    */
   resultSlot(context: ExecutionContext): { value: unknown } | undefined {
-    return this.results.get(context.getArgs());
+    return this.results.get(callOf(context));
   }
 
   /** What this call's handler returned, once; undefined when it returned nothing or nobody kept it. */
   takeResult(context: ExecutionContext): unknown {
-    const args = context.getArgs();
-    const slot = this.results.get(args);
-    this.results.delete(args);
+    const call = callOf(context);
+    const slot = this.results.get(call);
+    this.results.delete(call);
     return slot?.value;
   }
 
@@ -51,4 +51,13 @@ export class PendingOutcomes {
     if (settle !== undefined) this.byArgs.delete(args);
     return settle;
   }
+}
+
+/**
+ * What stands for one call in both its guards and its interceptors: the request over HTTP, where
+ * Nest hands each of them an arguments array of its own; elsewhere the arguments array, which
+ * they share (a WebSocket's first argument is its connection, shared by its messages).
+ */
+function callOf(context: ExecutionContext): object {
+  return context.getType() === 'http' ? (context.getArgByIndex(0) as object) : context.getArgs();
 }
