@@ -27,7 +27,8 @@ export function covers(block: Block, limits: Limits): boolean {
       was.algorithm !== now.algorithm ||
       was.threshold !== now.threshold ||
       was.periodUs !== now.periodUs ||
-      was.burst !== now.burst
+      was.burst !== now.burst ||
+      was.calendar !== now.calendar
     ) {
       return false;
     }
