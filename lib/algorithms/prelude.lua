@@ -21,13 +21,12 @@ end
 
 -- The window that holds `now`, for the window algorithms: the moment they count at, the window's
 -- start and end (the next one's start), the previous window's start and the next window's end.
--- Windows of `period` aligned to the epoch; or a calendar policy's, from its five consecutive
+-- Windows of `period` aligned to the epoch; or a calendar policy's, from its six consecutive
 -- starts around the caller's estimate of now (p.bounds, see decide.lua): the one of [b2, b3),
 -- [b3, b4), [b4, b5) that holds Redis's own now, so that a caller whose clock is off by less than
--- a window still gets the right one. A caller off by more (a broken clock) gets the nearest, and
--- the algorithms count at the nearest moment it covers: every wait, reset and weight stays within
--- a window, and every TTL positive. Past b5 the next window's end is unknown: the longest of the
--- four known windows stands in for its length.
+-- a window still gets the right one, with the window before it and the one after. A caller off by
+-- more (a broken clock) gets the nearest, and the algorithms count at the nearest moment it covers:
+-- every wait, reset and weight stays within a window, and every TTL positive.
 local function window_of(now, p)
   local b = p.bounds
   if not b then
@@ -40,11 +39,7 @@ local function window_of(now, p)
     now = b[5] - 1
   end
   local i = now < b[3] and 2 or now < b[4] and 3 or 4
-  local after = b[i + 2]
-  if not after then
-    after = b[5] + math.max(b[2] - b[1], b[3] - b[2], b[4] - b[3], b[5] - b[4])
-  end
-  return now, b[i], b[i + 1], b[i - 1], after
+  return now, b[i], b[i + 1], b[i - 1], b[i + 2]
 end
 
 -- A lock-out replaces a key's state, whatever the algorithm's type, with one negative integer,

@@ -16,8 +16,7 @@ export interface Window {
 /**
  * Twin of `window_of` in `prelude.lua`: windows of `periodUs` aligned to the epoch, or a calendar
  * policy's (`p.bounds`), the one of `[b1, b2)`, `[b2, b3)`, `[b3, b4)` that holds `now`. A now
- * outside all three counts as the nearest moment they cover; past `b4` the next window's length is
- * the longest of the four known. See the Lua for why.
+ * outside all three counts as the nearest moment they cover. See the Lua for why.
  */
 export function windowOf(now: number, p: Params): Window {
   const b = p.bounds;
@@ -33,7 +32,5 @@ export function windowOf(now: number, p: Params): Window {
   }
   const at = now < b[1] ? b[1] : now >= b[4] ? b[4] - 1 : now;
   const i = at < b[2] ? 1 : at < b[3] ? 2 : 3;
-  const next =
-    i < 3 ? b[i + 2] : b[4] + Math.max(b[1] - b[0], b[2] - b[1], b[3] - b[2], b[4] - b[3]);
-  return { at, start: b[i], end: b[i + 1], previous: b[i - 1], next };
+  return { at, start: b[i], end: b[i + 1], previous: b[i - 1], next: b[i + 2] };
 }

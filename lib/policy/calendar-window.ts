@@ -17,9 +17,10 @@ export interface CalendarWindow {
   /** The anchor, ms since the epoch; undefined for the unit's natural start. */
   readonly anchorMs: number | undefined;
   /**
-   * Five consecutive window starts in µs, ascending: the window that holds `nowUs` is
-   * `[b[2], b[3])`, `b[0]` and `b[1]` start the two before it, `b[4]` ends the next. A store whose
-   * clock differs a little from the caller's picks the window that holds its own now. The same
+   * Six consecutive window starts in µs, ascending: the window that holds `nowUs` is
+   * `[b[2], b[3])`, `b[0]` and `b[1]` start the two before it, `b[4]` and `b[5]` end the next two.
+   * A store whose clock differs a little from the caller's picks the window that holds its own
+   * now, among `[b[1], b[4])`, and still knows the window before it and the one after. The same
    * array is returned while `nowUs` stays in `[b[2], b[3])`, so callers may cache by identity.
    */
   bounds(nowUs: number): readonly number[];
@@ -130,7 +131,11 @@ class ZoneCalendarWindow implements CalendarWindow {
     while (start(before) >= b2) before--;
     const b1 = start(before);
     while (start(before) >= b1) before--;
-    this.last = Object.freeze([start(before), b1, b2, b3, start(after)].map((ms) => ms * 1000));
+    const b4 = start(after);
+    let later = after + 1;
+    while (start(later) <= b4) later++;
+    const b0 = start(before);
+    this.last = Object.freeze([b0, b1, b2, b3, b4, start(later)].map((ms) => ms * 1000));
     this.from = b2 * 1000;
     this.until = b3 * 1000;
     return this.last;

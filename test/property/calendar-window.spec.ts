@@ -132,7 +132,7 @@ describe('calendar windows at random instants', () => {
           const anchorWall = anchorAt && anchorAt[0] - (anchorAt[0] % DAY) + anchorAt[1];
           const anchorMs = anchorWall && anchorWall - offset(zone, anchorWall);
           const bounds = calendarWindow(unit, zone, anchorMs).bounds(nowUs);
-          expect(bounds).toHaveLength(5);
+          expect(bounds).toHaveLength(6);
           expect(bounds[2]).toBeLessThanOrEqual(nowUs);
           expect(nowUs).toBeLessThan(bounds[3]);
           const ms = bounds.map((us) => us / 1000);

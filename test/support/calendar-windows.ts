@@ -28,12 +28,12 @@ export function windowsAt(starts: readonly number[]): CalendarWindow {
     anchorMs: undefined,
     bounds(nowUs) {
       const i = indexOf(starts, nowUs);
-      if (i < 2 || i + 2 >= starts.length) {
+      if (i < 2 || i + 3 >= starts.length) {
         throw new RangeError(`${nowUs} µs has no two windows on each side in this test calendar`);
       }
       let bounds = byWindow.get(i);
       if (bounds === undefined)
-        byWindow.set(i, (bounds = Object.freeze(starts.slice(i - 2, i + 3))));
+        byWindow.set(i, (bounds = Object.freeze(starts.slice(i - 2, i + 4))));
       return bounds;
     },
   };

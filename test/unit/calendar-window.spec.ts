@@ -11,11 +11,15 @@ import {
 } from '../../lib/policy/calendar-window.js';
 import { DAY, HOUR, instantOf, localTime } from '../support/local-time.js';
 
-/** The five bounds, in ms, of the window holding local time `now` in `zone`. */
+/**
+ * The first five bounds, in ms, of the window holding local time `now` in `zone`: the four
+ * windows around it. (The sixth ends the one after; see 'returns the same array'.)
+ */
 function boundsAt(unit: CalendarUnit, zone: string, now: string, anchor?: string): number[] {
   const anchorMs = anchor === undefined ? undefined : instantOf(zone, anchor);
   return calendarWindow(unit, zone, anchorMs)
     .bounds(instantOf(zone, now) * 1000)
+    .slice(0, 5)
     .map((us) => us / 1000);
 }
 
@@ -210,8 +214,10 @@ describe('CalendarWindow.bounds', () => {
     expect(window.bounds(bounds[3] - 0.5)).toBe(bounds);
     const next = window.bounds(bounds[3]);
     expect(next).not.toBe(bounds);
-    expect(next.slice(0, 4)).toEqual(bounds.slice(1));
-    expect(window.bounds(bounds[2] - 1)).toEqual([bounds[0] - DAY * 1000, ...bounds.slice(0, 4)]);
+    expect(bounds).toHaveLength(6);
+    expect(next.slice(0, 5)).toEqual(bounds.slice(1));
+    expect(next[5] - next[4]).toBe(DAY * 1000);
+    expect(window.bounds(bounds[2] - 1)).toEqual([bounds[0] - DAY * 1000, ...bounds.slice(0, 5)]);
   });
 
   it('are shared by the same unit, zone and anchor', () => {

@@ -19,7 +19,7 @@ const calendarArgs = new WeakMap<ResolvedPolicy, CalendarArgs>();
 /**
  * A policy as the decision script reads it, one argument: `"<algorithm id> <period µs> <limit>
  * <burst> <lock-out µs> <cost>"` (see `decide.lua`), where a policy that follows the calendar has
- * its five window starts, joined by commas, in place of the period: those around `nowUs()`, the
+ * its six window starts, joined by commas, in place of the period: those around `nowUs()`, the
  * store's estimate of Redis's clock, read only for such a policy. `blockUs` stands in for the
  * policy's lock-out.
  */
