@@ -8,6 +8,7 @@ import { AppModule } from '../../sample/app.module.js';
 import { startMetrics } from '../../sample/metrics.js';
 import { primaryOf, useRedis } from '../support/stores.js';
 import { stateKeys } from '../support/decision-ids.js';
+import { type CallTaking, watchSettles } from '../support/settles.js';
 
 describe('the sample app', () => {
   let app: INestApplication;
@@ -129,6 +130,33 @@ describe('the sample app', () => {
     expect(burst.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     const at = burst.map((r) => Date.parse((r.body as { at: string }).at)).sort((a, b) => a - b);
     for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBeGreaterThanOrEqual(190);
+  });
+
+  it('limits /chat/completions by the tokens each user spends: the estimate up front, then what the model used', async () => {
+    const { settled } = watchSettles(app.get<CallTaking>(RateLimitStore));
+    const server = app.getHttpServer();
+    const ask = (user: string, prompt: string, maxTokens: number) =>
+      request(server)
+        .post('/chat/completions')
+        .set('X-User', user)
+        .send({ prompt, max_tokens: maxTokens });
+    const first = await ask('ada', 'hello there model', 500);
+    expect(first.status).toBe(201);
+    expect(first.body.usage).toEqual({ prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 });
+    expect(first.headers.ratelimit).toMatch(/^"tokens";r=9497;t=\d+$/);
+    expect(first.headers['ratelimit-policy']).toMatch(/^"tokens";q=10000;w=86400$/);
+    await settled(1);
+    const second = await ask('ada', 'hello there model', 500);
+    expect(second.headers.ratelimit).toMatch(/^"tokens";r=9491;/);
+    // Another user has a budget of their own; one estimate above the day's budget never fits.
+    expect((await ask('grace', 'hi', 4096)).headers.ratelimit).toMatch(/^"tokens";r=5902;/);
+    await settled(3);
+    const summary = await request(server)
+      .post('/chat/summaries')
+      .set('X-User', 'ada')
+      .send({ prompt: 'a long text', max_tokens: 100 });
+    expect(summary.status).toBe(201);
+    expect(summary.body.usage.total_tokens).toBe(10);
   });
 
   it('changes a limit at runtime through its admin route, for holders of the admin token only', async () => {

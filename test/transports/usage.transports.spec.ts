@@ -7,10 +7,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
 import { RateLimitStore, type RateLimitRootOptions } from '../../lib/index.js';
-import { type StoreCall } from '../../lib/stores/store-call.js';
 import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { STORE_KINDS, useRedis } from '../support/stores.js';
-import { waitFor } from '../support/wait-for.js';
+import { type CallTaking, watchSettles } from '../support/settles.js';
 import {
   createSpendGraphQLApp,
   createSpendRpcApp,
@@ -18,14 +17,10 @@ import {
 } from './fixtures/usage-apps.js';
 import { connect } from './fixtures/ws-app.js';
 
-interface Watched {
-  execute(call: StoreCall): Promise<unknown>;
-}
-
 /** A caller of one transport's `spend` handler: the answer, or `limited` when turned away. */
 interface Driver {
   spend(used: number): Promise<string>;
-  store: Watched;
+  store: CallTaking;
   close(): Promise<void>;
 }
 
@@ -39,7 +34,7 @@ async function graphql(options: RateLimitRootOptions): Promise<Driver> {
       const body = res.body as { data?: { spend?: number }; errors?: unknown[] };
       return body.errors === undefined ? String(body.data!.spend) : 'limited';
     },
-    store: app.get<Watched>(RateLimitStore),
+    store: app.get<CallTaking>(RateLimitStore),
     close: () => app.close(),
   };
 }
@@ -57,7 +52,7 @@ async function websocket(options: RateLimitRootOptions): Promise<Driver> {
           resolve(String(answer));
         });
       }),
-    store: app.get<Watched>(RateLimitStore),
+    store: app.get<CallTaking>(RateLimitStore),
     async close() {
       socket.disconnect();
       await app.close();
@@ -75,7 +70,7 @@ async function rpc(options: RateLimitRootOptions): Promise<Driver> {
         return 'limited';
       }
     },
-    store: app.microservice.get<Watched>(RateLimitStore),
+    store: app.microservice.get<CallTaking>(RateLimitStore),
     close: () => app.close(),
   };
 }
@@ -101,19 +96,7 @@ describe.each(STORE_KINDS)('settling usage outside HTTP, on the %s store', (kind
         ...(kind === 'redis' ? { redis: redis().url } : {}),
       });
       running.push(driver);
-      const settles: Promise<unknown>[] = [];
-      const execute = driver.store.execute.bind(driver.store);
-      driver.store.execute = (call) => {
-        const done = execute(call);
-        if (call.op === 'settle') settles.push(done);
-        return done;
-      };
-      const settled = async (n: number) => {
-        await waitFor(`${n} settles`, 5000, () =>
-          Promise.resolve(settles.length >= n || `${settles.length} so far`),
-        );
-        await Promise.all(settles);
-      };
+      const { settled } = watchSettles(driver.store);
 
       // Each call reserves 60 of 100: without settling, the second would be turned away.
       expect(await driver.spend(10)).toBe('10');

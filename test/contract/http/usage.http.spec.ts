@@ -3,26 +3,12 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RateLimitModule, RateLimitStore } from '../../../lib/index.js';
-import { type StoreCall } from '../../../lib/stores/store-call.js';
 import { useRedis } from '../../support/stores.js';
-import { waitFor } from '../../support/wait-for.js';
+import { type CallTaking, watchSettles } from '../../support/settles.js';
 import { STORES_AND_ADAPTERS, uniquePrefix, uniqueUser } from './fixtures/app.js';
 import { startHttpApp, USER_HEADER } from './fixtures/http-app.js';
 import { limitsOf, policiesOf } from './fixtures/policy-app.js';
 import { ESTIMATE_HEADER, UsageController, USED_HEADER } from './fixtures/usage-controllers.js';
-
-/** The settle calls the app's store was given, to wait for: they run after the response. */
-function watchSettles(app: INestApplication): Promise<unknown>[] {
-  const store = app.get<{ execute(call: StoreCall): Promise<unknown> }>(RateLimitStore);
-  const execute = store.execute.bind(store);
-  const settles: Promise<unknown>[] = [];
-  store.execute = (call) => {
-    const done = execute(call);
-    if (call.op === 'settle') settles.push(done);
-    return done;
-  };
-  return settles;
-}
 
 describe.each(STORES_AND_ADAPTERS)(
   'settling usage on routes, on the %s store over %s',
@@ -47,7 +33,7 @@ describe.each(STORES_AND_ADAPTERS)(
         { adapter },
       );
       apps.push(created);
-      return { app: created, settles: watchSettles(created) };
+      return { app: created, ...watchSettles(created.get<CallTaking>(RateLimitStore)) };
     }
 
     const call = (
@@ -63,23 +49,16 @@ describe.each(STORES_AND_ADAPTERS)(
         .set(ESTIMATE_HEADER, String(estimate))
         .set(USED_HEADER, String(used));
 
-    async function settled(settles: Promise<unknown>[], count: number) {
-      await waitFor(`${count} settles`, 5000, () =>
-        Promise.resolve(settles.length >= count || `${settles.length} so far`),
-      );
-      await Promise.all(settles);
-    }
-
     it('charges what the handler reports in place of the estimate, giving back the rest', async () => {
-      const { app: a, settles } = await app();
+      const { app: a, settled } = await app();
       const user = uniqueUser();
       const first = await call(a, '/usage/result', user, 30, 10);
       expect(first.status).toBe(200);
       expect(limitsOf(first)[0].r).toBe(70); // the estimate
-      await settled(settles, 1);
+      await settled(1);
       const second = await call(a, '/usage/result', user, 30, 45);
       expect(limitsOf(second)[0].r).toBe(60); // 10 used, then this estimate
-      await settled(settles, 2);
+      await settled(2);
       // 10 + 45 used: 45 left, so an estimate of 46 no longer fits.
       expect((await call(a, '/usage/result', user, 46, 0)).status).toBe(429);
       const fits = await call(a, '/usage/result', user, 45, 45);
@@ -88,10 +67,10 @@ describe.each(STORES_AND_ADAPTERS)(
     });
 
     it('charges more than the estimate past the limit, as a debt the next requests wait out', async () => {
-      const { app: a, settles } = await app();
+      const { app: a, settled } = await app();
       const user = uniqueUser();
       expect((await call(a, '/usage/result', user, 10, 150)).status).toBe(200);
-      await settled(settles, 1);
+      await settled(1);
       const next = await call(a, '/usage/result', user, 1, 1);
       expect(next.status).toBe(429);
       expect(limitsOf(next)[0].r).toBe(0);
@@ -99,10 +78,10 @@ describe.each(STORES_AND_ADAPTERS)(
     });
 
     it('reads what was used from a header the handler set (token bucket)', async () => {
-      const { app: a, settles } = await app();
+      const { app: a, settled } = await app();
       const user = uniqueUser();
       expect((await call(a, '/usage/header', user, 50, 5)).status).toBe(200);
-      await settled(settles, 1);
+      await settled(1);
       const next = await call(a, '/usage/header', user, 50, 5);
       // 5 used and 50 reserved; the bucket refills meanwhile, so at least that many are left.
       expect(limitsOf(next)[0].r).toBeGreaterThanOrEqual(45);
@@ -110,14 +89,13 @@ describe.each(STORES_AND_ADAPTERS)(
     });
 
     it('keeps the estimate of a request whose handler failed, or whose settle returned nonsense', async () => {
-      const { app: a, settles } = await app();
+      const { app: a } = await app();
       const user = uniqueUser();
       expect((await call(a, '/usage/failing', user, 40, 0)).status).toBe(502);
       expect(limitsOf(await call(a, '/usage/failing', user, 40, 0))[0].r).toBe(20);
       expect((await call(a, '/usage/nonsense', user, 40, 0)).status).toBe(200);
       await new Promise((r) => setTimeout(r, 100));
       expect(limitsOf(await call(a, '/usage/nonsense', user, 40, 0))[0].r).toBe(20);
-      expect(settles).toHaveLength(0);
     });
 
     it('a calendar day shows its real window in RateLimit-Policy and its real reset', async () => {
