@@ -66,6 +66,18 @@ function ALGORITHMS.fw.refund(key, now, p, slack, count, window, at)
   end
 end
 
+-- Records `cost` more units without checking the limit (a reservation's usage beyond its
+-- estimate, already spent), in the window the reservation was counted in: the current one, or
+-- none when that window has passed. The count is capped just below 2^30, where it would spill
+-- into the window number; any count past the limit rejects alike, so the cap changes no answer.
+function ALGORITHMS.fw.charge(key, now, p, slack, count, window, at)
+  if at and at < fw_start(now, p) then
+    return
+  end
+  local reset = ms(p.period - math.fmod(now, p.period))
+  redis.call('SET', key, window * FW_COUNTS + math.min(count + p.cost, FW_COUNTS - 1), 'PX', reset + slack)
+end
+
 function ALGORITHMS.fw.status(key, now, p, count)
   if count == 0 then
     return p.limit, 0

@@ -37,6 +37,11 @@ export const gcra: AlgorithmTwin<number, number> = {
     return { state: newTat, expiresAtUs: now + ms(newTat - now) * 1000 };
   },
 
+  charge(stored, now, p) {
+    const newTat = Math.max(stored ?? now, now) + p.cost * interval(p);
+    return { state: newTat, expiresAtUs: now + ms(newTat - now) * 1000 };
+  },
+
   status(_stored, now, p, tat) {
     const remaining = Math.max(0, Math.floor((p.burst * interval(p) - (tat - now)) / interval(p)));
     return { remaining, resetAfterMs: ms(tat - now) };

@@ -1,5 +1,6 @@
 -- Shared by every algorithm script. Each algorithm adds { open, check, commit, status, after,
--- refund } to ALGORITHMS; decide.lua opens a key, then hands what `open` read to the others.
+-- refund }, and each rate algorithm `charge`, to ALGORITHMS; decide.lua opens a key, then hands
+-- what `open` read to the others.
 -- Times are integer microseconds; replies are integers (Lua floats would be truncated anyway).
 local ALGORITHMS = {}
 

@@ -73,6 +73,15 @@ export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
     return stored(now, p, c, pr);
   },
 
+  charge(state, now, p, at) {
+    const { start, current, previous } = read(state, now, p);
+    if (at !== undefined && at < start - p.periodUs) return null;
+    const earlier = at !== undefined && at < start;
+    return earlier
+      ? stored(now, p, current, previous + p.cost)
+      : stored(now, p, current + p.cost, previous);
+  },
+
   status(_state, now, p, { current, previous }) {
     const start = now - (now % p.periodUs);
     const weighted = weightedPrevious(now, p, start, previous);

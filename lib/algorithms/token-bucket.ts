@@ -48,7 +48,13 @@ export const tokenBucket: AlgorithmTwin<Bucket, number> = {
     return { state: { t: tokens, at: now }, expiresAtUs: now + refillMs(tokens, p) * 1000 };
   },
 
+  charge(state, now, p) {
+    const left = tokensAt(state, now, p) - p.cost;
+    return { state: { t: left, at: now }, expiresAtUs: now + refillMs(left, p) * 1000 };
+  },
+
   status(_state, _now, p, tokens) {
-    return { remaining: Math.floor(tokens), resetAfterMs: refillMs(tokens, p) };
+    // A bucket in debt has nothing remaining, not less.
+    return { remaining: Math.max(0, Math.floor(tokens)), resetAfterMs: refillMs(tokens, p) };
   },
 };
