@@ -22,6 +22,14 @@ export interface Params {
   readonly bounds?: readonly number[];
 }
 
+/**
+ * The most a charge can put a bucket in debt, in µs of refill or draining past empty: about 31
+ * years, as far as a bucket itself may reach (`MAX_BUCKET_US`). A debt that long is as good as
+ * forever; bounding it keeps arrival times exact doubles, and TTLs integers Redis accepts,
+ * whatever a caller charges. `MAX_DEBT` in `prelude.lua`.
+ */
+export const MAX_DEBT_US = 1e15;
+
 /** A verdict's `retryAfterUs` when the cost can never fit: no wait would help. */
 export const NEVER = -1;
 

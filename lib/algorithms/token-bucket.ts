@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
+import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from './algorithm.js';
 
 /** The hash `{ t, at }`: tokens left, and when they were counted (µs). */
 export interface Bucket {
@@ -49,7 +49,7 @@ export const tokenBucket: AlgorithmTwin<Bucket, number> = {
   },
 
   charge(state, now, p) {
-    const left = tokensAt(state, now, p) - p.cost;
+    const left = Math.max(tokensAt(state, now, p) - p.cost, (-MAX_DEBT_US * p.limit) / p.periodUs);
     return { state: { t: left, at: now }, expiresAtUs: now + refillMs(left, p) * 1000 };
   },
 

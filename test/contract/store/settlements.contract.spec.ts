@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { type RateAlgorithm } from '../../../lib/algorithms/algorithm.js';
+import { MAX_DEBT_US, type RateAlgorithm } from '../../../lib/algorithms/algorithm.js';
 import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { type RateLimitDecision, RedisStore } from '../../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../../lib/policy/rate-limit.policy.js';
@@ -170,6 +170,17 @@ describe.each(STORE_TARGETS)('settlements on %s', (target) => {
       expect((await s.consume(1)).allowed).toBe(true);
     },
   );
+
+  it('bounds a debt past all measure, so that Redis takes it like any other', async () => {
+    for (const algorithm of RATE_ALGORITHMS) {
+      // One request per ten years, and a billion used: the buckets' debts stop at MAX_DEBT_US.
+      const s = await setup(budget(algorithm, '3650d', 1));
+      const settled = await s.settle(1e9, await s.consume(1));
+      expect(settled).toMatchObject({ allowed: false, remaining: 0 });
+      if (BUCKETS.has(algorithm)) expect(settled.retryAfterMs).toBe(MAX_DEBT_US / 1000);
+      expect(await s.consume(1)).toMatchObject({ allowed: false, remaining: 0 });
+    }
+  });
 
   it('gives back the unused part of a reservation, as a refund of that request would', async () => {
     for (const algorithm of RATE_ALGORITHMS) {
