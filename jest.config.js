@@ -1,8 +1,8 @@
 /**
  * Jest runs the TypeScript sources as native ES modules (Nest 12 ships ESM only), in two projects:
  * `redis` runs every spec on redis-server; `valkey` runs the store, fault, cluster and flow
- * contracts and the health indicator again on valkey-server. `npx jest --selectProjects valkey`
- * runs one of them.
+ * contracts, the settlement timelines and the health indicator again on valkey-server.
+ * `npx jest --selectProjects valkey` runs one of them.
  */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -64,6 +64,7 @@ const valkeyProject = {
   displayName: { name: 'valkey', color: 'cyan' },
   testMatch: [
     '<rootDir>/test/contract/store/**/*.spec.ts',
+    '<rootDir>/test/property/settlements.spec.ts',
     '<rootDir>/test/fault/**/*.spec.ts',
     '<rootDir>/test/cluster/cluster.spec.ts',
     '<rootDir>/test/cluster/override-source.cluster.spec.ts',

@@ -22,6 +22,14 @@ export interface Params {
   readonly bounds?: readonly number[];
 }
 
+/**
+ * The most a charge can put a bucket in debt, in µs of refill or draining past empty: about 31
+ * years, as far as a bucket itself may reach (`MAX_BUCKET_US`). A debt that long is as good as
+ * forever; bounding it keeps arrival times exact doubles, and TTLs integers Redis accepts,
+ * whatever a caller charges. `MAX_DEBT` in `prelude.lua`.
+ */
+export const MAX_DEBT_US = 1e15;
+
 /** A verdict's `retryAfterUs` when the cost can never fit: no wait would help. */
 export const NEVER = -1;
 
@@ -101,6 +109,22 @@ export interface AlgorithmTwin<S, W> {
     p: Params,
     atUs?: number,
   ): Stored<S> | undefined | null;
+  /**
+   * Rate algorithms only: records `p.cost` more units WITHOUT checking the limit, a reservation's
+   * usage beyond its estimate, spent already. With `atUs`, the reservation's arrival: the units go
+   * where it was counted (its window; the log's newest entry while the reservation's own is in the
+   * log), and nowhere once that no longer counts. The state may go past the limit: a bucket into
+   * debt (negative tokens, an arrival time far ahead), a window over its threshold; `check` then
+   * rejects until the excess has drained. Returns what to store, or null to leave the key as it
+   * is. `state` may be changed in place.
+   *
+   * @example
+   * ```ts
+   * // An estimate of 10 tokens was consumed; the call used 60.
+   * const left = tokenBucket.charge!(bucket, nowUs, { ...params, cost: 50 }, reservedAtUs);
+   * ```
+   */
+  charge?(state: S | undefined, nowUs: number, p: Params, atUs?: number): Stored<S> | null;
   /** Leases only: the first id from `id` on whose `p.cost` members are all free in `state`. */
   free?(state: S | undefined, p: Params, id: number): number;
   /** Leases only: frees the lease `lease`. Returns what to store, as `refund` does. */

@@ -10,8 +10,11 @@
 --          (lock every key out for the policy's lock-out time); w<µs> reserve (consume, but the
 --          bucket algorithms also book a request that fits within that long, answering with the
 --          wait in place of the retry time); l<id> release the lease id; n<id> renew it (allowed
---          is 0 when it is gone). A refund, reset, release or renewal answers with what is left
---          afterwards: allowed, and each policy's remaining quota.
+--          is 0 when it is gone); s<µs> settle the reservation decided then: each policy's cost is
+--          signed, charged beyond the estimate (> 0, past the limit if need be: the units are
+--          spent) or given back as r<µs> would (< 0), where the reservation was counted. A
+--          refund, reset, release, renewal or settlement answers with what is left afterwards:
+--          allowed (0 while a policy is over its limit), and each policy's remaining quota.
 --          Encoded from a store call in lib/stores/call-encoding.ts, as are a block's lock-out and
 --          costs in argv[3..]; the memory twin, decide.ts, takes the same encoding.
 -- argv[2]  the clock, in one of three forms:
@@ -78,15 +81,16 @@ local function policy(arg)
   return p
 end
 
--- The same policy with no cost: what is left afterwards is what a request of no cost would see.
-local function costless(p)
+-- The same policy at another cost: with none, what is left afterwards is what a request of no
+-- cost would see.
+local function costing(p, cost)
   return {
     algorithm = p.algorithm,
     period = p.period,
     bounds = p.bounds,
     limit = p.limit,
     burst = p.burst,
-    cost = 0,
+    cost = cost,
     block = p.block,
   }
 end
@@ -232,21 +236,29 @@ local function decide(keys, argv)
       redis.call('DEL', keys[i])
     elseif op == 'b' then
       lock_out(keys[i], p, now, slack)
-    elseif (op == 'r' and p.cost > 0) or (op == 'l' and a.release) or (op == 'n' and a.renew) then
-      -- A locked-out key holds nothing to give back, to free or to renew.
+    elseif
+      (op == 'r' and p.cost > 0) or (op == 's' and p.cost ~= 0 and a.charge)
+      or (op == 'l' and a.release) or (op == 'n' and a.renew)
+    then
+      -- A locked-out key holds nothing to give back, to charge, to free or to renew. Leases are
+      -- never reserved, so they have nothing to settle (they have no charge).
       local lock, w1, w2 = open(keys[i], now, p)
       if lock then
         lost = lost or op == 'n'
       elseif op == 'r' then
         a.refund(keys[i], now, p, slack, w1, w2, at)
+      elseif op == 's' and p.cost > 0 then
+        a.charge(keys[i], now, p, slack, w1, w2, at)
+      elseif op == 's' then
+        a.refund(keys[i], now, costing(p, -p.cost), slack, w1, w2, at)
       elseif op == 'l' then
         a.release(keys[i], now, p, w1, w2, at)
       else
         lost = not a.renew(keys[i], now, p, slack, at) or lost
       end
     end
-    if op == 'x' or op == 'r' or op == 'l' or op == 'n' then
-      p = costless(p)
+    if op == 'x' or op == 'r' or op == 'l' or op == 'n' or op == 's' then
+      p = costing(p, 0)
     end
     policies[i] = p
   end

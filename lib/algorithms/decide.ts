@@ -40,8 +40,9 @@ export class LockOut {
  * operation does to each key, then every policy checked, then each committed, or answered), with
  * lock-outs handled here alone in both, and the same reply (`{ allowed, then allowed, remaining,
  * retry_after_us, reset_after_ms per policy, then now (µs), then the lease id if one was taken }`).
- * `at` is what follows the operation's letter in Lua: a refund's arrival time, a reservation's
- * longest wait (µs), a lease id.
+ * `at` is what follows the operation's letter in Lua: a refund's or a settlement's arrival time, a
+ * reservation's longest wait (µs), a lease id. A settlement's costs are signed: charged (> 0) or
+ * given back as a refund would (< 0).
  */
 export function decide(
   op: Operation,
@@ -62,13 +63,18 @@ export function decide(
     else if (op === 'b') lockOut(keys[i], now, p, values);
     else if (
       (op === 'r' && p.cost > 0) ||
+      (op === 's' && p.cost !== 0 && twin.charge !== undefined) ||
       (op === 'l' && twin.release !== undefined) ||
       (op === 'n' && twin.renew !== undefined)
     ) {
-      // A locked-out key holds nothing to give back, to free or to renew.
+      // A locked-out key holds nothing to give back, to charge, to free or to renew. Leases are
+      // never reserved, so they have nothing to settle (they have no charge).
       const state = open(keys[i], now, values);
       if (state instanceof LockOut) lost ||= op === 'n';
       else if (op === 'r') store(keys[i], values, twin.refund(state, now, p, at));
+      else if (op === 's' && p.cost > 0) store(keys[i], values, twin.charge!(state, now, p, at));
+      else if (op === 's')
+        store(keys[i], values, twin.refund(state, now, { ...p, cost: -p.cost }, at));
       else if (op === 'l') store(keys[i], values, twin.release!(state, now, p, at!));
       else {
         const renewed = twin.renew!(state, now, p, at!);
@@ -79,7 +85,7 @@ export function decide(
   }
   // What is left afterwards is what a request of no cost would see.
   const params =
-    op === 'x' || op === 'r' || op === 'l' || op === 'n'
+    op === 'x' || op === 'r' || op === 'l' || op === 'n' || op === 's'
       ? policies.map((p) => ({ ...p, cost: 0 }))
       : policies;
   const ahead = op === 'w' ? at : undefined;

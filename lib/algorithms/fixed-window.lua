@@ -81,6 +81,19 @@ function ALGORITHMS.fw.refund(key, now, p, slack, count, window, at)
   end
 end
 
+-- Records `cost` more units without checking the limit (a reservation's usage beyond its
+-- estimate, already spent), in the window the reservation was counted in: the current one, or
+-- none when that window has passed. The count is capped just below 2^30, where it would spill
+-- into the window number; any count past the limit rejects alike, so the cap changes no answer.
+function ALGORITHMS.fw.charge(key, now, p, slack, count, window, at)
+  local _, start = window_of(now, p)
+  if at and at < start then
+    return
+  end
+  local charged = math.min(count + p.cost, FW_COUNTS - 1)
+  redis.call('SET', key, window * FW_COUNTS + charged, 'PX', ms(fw_left(now, p)) + slack)
+end
+
 function ALGORITHMS.fw.status(key, now, p, count)
   if count == 0 then
     return p.limit, 0

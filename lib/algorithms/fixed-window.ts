@@ -7,6 +7,9 @@ export interface WindowCount {
   count: number;
 }
 
+/** Counts stay below 2^30, as in Redis, where the window number is packed above them. */
+const MAX_COUNT = 2 ** 30 - 1;
+
 interface Work {
   count: number;
   start: number;
@@ -46,6 +49,15 @@ export const fixedWindow: AlgorithmTwin<WindowCount, Work> = {
     if (left === 0) return undefined;
     const resetAfterMs = ms(work.left);
     return { state: { start: work.start, count: left }, expiresAtUs: now + resetAfterMs * 1000 };
+  },
+
+  charge(state, now, p, at) {
+    const { work } = fixedWindow.check(state, now, { ...p, cost: 0 });
+    // The reservation was counted in an earlier window, whose count no longer matters.
+    if (at !== undefined && at < work.start) return null;
+    const resetAfterMs = ms(work.left);
+    const count = Math.min(work.count + p.cost, MAX_COUNT);
+    return { state: { start: work.start, count }, expiresAtUs: now + resetAfterMs * 1000 };
   },
 
   status(_state, _now, p, { count, left }) {

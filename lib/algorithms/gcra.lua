@@ -61,6 +61,16 @@ function ALGORITHMS.gcra.refund(key, now, p, slack, tat)
   end
 end
 
+-- Records `cost` more requests without checking the limit (a reservation's usage beyond its
+-- estimate, already spent): the arrival time moves on by their intervals, however far past the
+-- burst that takes it (up to MAX_DEBT of draining past it), and the key lives until then. A
+-- bucket has no windows: `at` is no matter.
+function ALGORITHMS.gcra.charge(key, now, p, slack, tat)
+  local interval = gcra_interval(p)
+  local new_tat = math.min(tat + p.cost * interval, now + p.burst * interval + MAX_DEBT)
+  redis.call('SET', key, new_tat, 'PX', ms(new_tat - now) + slack)
+end
+
 function ALGORITHMS.gcra.status(key, now, p, tat)
   local interval = gcra_interval(p)
   return math.max(0, math.floor((p.burst * interval - (tat - now)) / interval)), ms(tat - now)

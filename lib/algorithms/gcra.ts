@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
+import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from './algorithm.js';
 
 const interval = (p: Params) => Math.ceil(p.periodUs / p.limit);
 
@@ -34,6 +34,12 @@ export const gcra: AlgorithmTwin<number, number> = {
     const tat = Math.max(stored ?? now, now);
     const newTat = Math.max(tat - p.cost * interval(p), now);
     if (newTat <= now) return undefined;
+    return { state: newTat, expiresAtUs: now + ms(newTat - now) * 1000 };
+  },
+
+  charge(stored, now, p) {
+    const tat = Math.max(stored ?? now, now);
+    const newTat = Math.min(tat + p.cost * interval(p), now + p.burst * interval(p) + MAX_DEBT_US);
     return { state: newTat, expiresAtUs: now + ms(newTat - now) * 1000 };
   },
 

@@ -1,5 +1,6 @@
 -- Shared by every algorithm script. Each algorithm adds { open, check, commit, status, after,
--- refund } to ALGORITHMS; decide.lua opens a key, then hands what `open` read to the others.
+-- refund }, and each rate algorithm `charge`, to ALGORITHMS; decide.lua opens a key, then hands
+-- what `open` read to the others.
 -- Times are integer microseconds; replies are integers (Lua floats would be truncated anyway).
 local ALGORITHMS = {}
 
@@ -12,6 +13,12 @@ end
 -- holder letting go of its lease can make room: that may happen at any moment, so no wait is
 -- promised (clients are told to come back in a second; see ON_RELEASE_RETRY_US in algorithm.ts).
 local NEVER, ON_RELEASE = -1, -2
+
+-- The most a charge can put a bucket in debt, in µs of refill or draining past empty (about 31
+-- years, as far as a bucket itself may reach; see MAX_DEBT_US in algorithm.ts). A debt that long is
+-- as good as forever, and bounding it keeps arrival times exact doubles, and TTLs integers Redis
+-- accepts, whatever a caller charges.
+local MAX_DEBT = 1e15
 
 -- A wait in whole microseconds, rounded up for the same reason. Waits travel in µs so that a
 -- caller that holds rejections locally can end the hold exactly when the wait does.

@@ -87,6 +87,22 @@ function ALGORITHMS.swc.refund(key, now, p, slack, current, previous, at)
   end
 end
 
+-- Records `cost` more units without checking the limit (a reservation's usage beyond its
+-- estimate, already spent), in the window the reservation was counted in: the current one or the
+-- previous; an older one no longer counts, and is left alone.
+function ALGORITHMS.swc.charge(key, now, p, slack, current, previous, at)
+  local _, start, _, before = window_of(now, p)
+  if at and at < before then
+    return
+  end
+  if at and at < start then
+    previous = previous + p.cost
+  else
+    current = current + p.cost
+  end
+  swc_write(key, now, p, slack, current, previous)
+end
+
 function ALGORITHMS.swc.status(key, now, p, current, previous)
   local at, start, stop, _, after = window_of(now, p)
   local weighted = swc_weighted(at, start, stop, previous)

@@ -73,6 +73,15 @@ export const slidingWindowCounter: AlgorithmTwin<TwoWindows, Work> = {
     return stored(now, p, c, pr);
   },
 
+  charge(state, now, p, at) {
+    const { window, current, previous } = read(state, now, p);
+    if (at !== undefined && at < window.previous) return null;
+    const earlier = at !== undefined && at < window.start;
+    return earlier
+      ? stored(now, p, current, previous + p.cost)
+      : stored(now, p, current + p.cost, previous);
+  },
+
   status(_state, now, p, { current, previous }) {
     const window = windowOf(now, p);
     const weighted = weightedPrevious(window, previous);

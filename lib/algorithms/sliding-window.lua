@@ -183,6 +183,31 @@ function ALGORITHMS.sw.refund(key, _, p, _, total, newest, at)
   sw_weigh(key, total)
 end
 
+-- Records `cost` more units without checking the limit (a reservation's usage beyond its
+-- estimate, already spent), while the reservation's entry, scored `at`, is in the log: once it
+-- has left the window (or was given back), its usage no longer counts either. The units join the
+-- newest entry, whose mark rises by them, so arrival times and marks stay in order and
+-- sw_blocker's bisection stays exact; they leave the window with it, no sooner than the
+-- reservation's own would. With no `at`, an empty log gets an entry now, as a commit would.
+function ALGORITHMS.sw.charge(key, now, p, slack, count, newest, at)
+  if at and redis.call('ZCOUNT', key, at, at) == 0 then
+    return
+  end
+  if count == 0 then
+    ALGORITHMS.sw.commit(key, now, p, slack, count, newest)
+    return
+  end
+  if newest == true then
+    newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  end
+  local score = tonumber(newest[2])
+  local member = sw_member(sw_mark(newest[1]) + p.cost, units_of(newest[1]) + p.cost, true)
+  redis.call('ZREM', key, newest[1])
+  -- More than one unit in an entry: the log is weighted from here on, as a commit makes it.
+  redis.call('ZADD', key, score, member, -(count + p.cost), TOTAL)
+  redis.call('PEXPIRE', key, ms(score + p.period - now) + slack)
+end
+
 function ALGORITHMS.sw.status(key, now, p, count)
   if count == 0 then
     return p.limit, 0

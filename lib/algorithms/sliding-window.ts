@@ -49,6 +49,13 @@ export class ArrivalLog {
     return t;
   }
 
+  /** Adds `cost` units to the newest entry, whose mark rises by them, as `sw.charge` does. */
+  join(cost: number): void {
+    this.units[this.last] += cost;
+    this.marks[this.last] += cost;
+    this.total += cost;
+  }
+
   /** The arrival of the oldest entry whose leaving leaves at most `room` units after it. */
   blocker(room: number): number {
     const floor = this.marks[this.last] - room;
@@ -138,6 +145,18 @@ export const slidingWindow: AlgorithmTwin<ArrivalLog, number> = {
     if (log.total === 0) return undefined;
     // Like Lua, which leaves the key's TTL alone: it still covers the newest entry left.
     return { state: log, expiresAtUs: log.times[log.last] + ms(p.periodUs) * 1000 };
+  },
+
+  charge(log, now, p, at) {
+    log?.trim(now - p.periodUs);
+    // The reservation's entry has left the window, or was given back: its usage counts no more.
+    if (at !== undefined && (log === undefined || log.total === 0 || log.find(at) < 0)) {
+      return null;
+    }
+    if (log === undefined || log.total === 0) return slidingWindow.commit(log, now, p, 0);
+    log.join(p.cost);
+    const newest = log.times[log.last];
+    return { state: log, expiresAtUs: now + ms(newest + p.periodUs - now) * 1000 };
   },
 
   status(log, now, p, count) {

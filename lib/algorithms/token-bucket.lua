@@ -68,6 +68,15 @@ function ALGORITHMS.tb.refund(key, now, p, slack, tokens)
   end
 end
 
+-- Takes `cost` more tokens without checking the limit (a reservation's usage beyond its estimate,
+-- already spent): a bucket that runs dry goes into debt, negative tokens that refill like any
+-- others (up to MAX_DEBT of refill), and the key lives until it is full again. A bucket has no
+-- windows: `at` is no matter.
+function ALGORITHMS.tb.charge(key, now, p, slack, tokens)
+  tb_write(key, now, p, slack, math.max(tokens - p.cost, -MAX_DEBT * p.limit / p.period))
+end
+
+-- A bucket in debt has nothing remaining, not less.
 function ALGORITHMS.tb.status(key, now, p, tokens)
-  return math.floor(tokens), tb_refill_ms(tokens, p)
+  return math.max(0, math.floor(tokens)), tb_refill_ms(tokens, p)
 end

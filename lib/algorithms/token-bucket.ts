@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
+import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from './algorithm.js';
 
 /** The hash `{ t, at }`: tokens left, and when they were counted (µs). */
 export interface Bucket {
@@ -48,7 +48,13 @@ export const tokenBucket: AlgorithmTwin<Bucket, number> = {
     return { state: { t: tokens, at: now }, expiresAtUs: now + refillMs(tokens, p) * 1000 };
   },
 
+  charge(state, now, p) {
+    const left = Math.max(tokensAt(state, now, p) - p.cost, (-MAX_DEBT_US * p.limit) / p.periodUs);
+    return { state: { t: left, at: now }, expiresAtUs: now + refillMs(left, p) * 1000 };
+  },
+
   status(_state, _now, p, tokens) {
-    return { remaining: Math.floor(tokens), resetAfterMs: refillMs(tokens, p) };
+    // A bucket in debt has nothing remaining, not less.
+    return { remaining: Math.max(0, Math.floor(tokens)), resetAfterMs: refillMs(tokens, p) };
   },
 };

@@ -70,14 +70,18 @@ export class BlockCacheStore extends ForwardingStore {
   }
 
   /**
-   * Answers a consume from a local block when one covers it. A refund, reset or release forgets
-   * any local block of the keys at once; every other call, a reservation included, goes to the
-   * store as it is (a block placed there is learnt from the store, once per request).
+   * Answers a consume from a local block when one covers it. A refund, reset or release, or a
+   * settlement that gives something back, forgets any local block of the keys at once; every
+   * other call, a reservation included, goes to the store as it is (a block placed there is
+   * learnt from the store, once per request). A settlement's charge only adds, so a block stands;
+   * and nothing allowed is ever answered here, so no answer of the cache goes stale with it.
    */
   override execute(call: StoreCall): Promise<RateLimitDecision> {
     const { op } = call;
     if (op === 'consume') return this.consumeCached(call);
-    if (op === 'refund' || op === 'reset' || op === 'release') this.unblock(call.limits.keys);
+    if (op === 'refund' || op === 'reset' || op === 'release' || givesBack(call)) {
+      this.unblock(call.limits.keys);
+    }
     return super.execute(call);
   }
 
@@ -208,6 +212,11 @@ export class BlockCacheStore extends ForwardingStore {
  */
 function holdFor(decision: RateLimitDecision): number {
   return preciseWaitOf(decision) ?? shortestWait(decision) - 1;
+}
+
+/** Whether `call` settles a reservation for less than its estimate under some policy. */
+function givesBack(call: StoreCall): boolean {
+  return call.op === 'settle' && call.limits.costs.some((delta) => delta < 0);
 }
 
 function wake(hot: HotKey, storeFailed: boolean): void {

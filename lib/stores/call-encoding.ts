@@ -10,13 +10,13 @@ import { type StoreCall } from './store-call.js';
 export interface EncodedCall {
   /**
    * The operation's letter: consume, peek, refund, reset (x), block, reserve (w), release a lease
-   * (l), renew it (n).
+   * (l), renew it (n), settle a reservation (s).
    */
   readonly op: Operation;
   /**
    * What follows the letter: the arrival time (µs of the store's clock) of the request a refund
-   * gives back, when its decision says; a reservation's longest wait (µs); the lease id freed or
-   * renewed.
+   * gives back or a settlement settles, when its decision says; a reservation's longest wait (µs);
+   * the lease id freed or renewed.
    */
   readonly at: number | undefined;
   /** Every policy's lock-out for this call, in µs, in place of its own: a block's length. */
@@ -25,8 +25,8 @@ export interface EncodedCall {
   readonly costs: readonly number[] | undefined;
   /**
    * Whether it changes something a copy of it would change again, and so carries a decision id
-   * (see `decide.lua`): a consume, reserve, refund, block or reset. A peek changes nothing, and a
-   * release or renewal done twice leaves what once does.
+   * (see `decide.lua`): a consume, reserve, refund, settlement, block or reset. A peek changes
+   * nothing, and a release or renewal done twice leaves what once does.
    */
   readonly applies: boolean;
 }

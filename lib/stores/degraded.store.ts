@@ -52,8 +52,8 @@ export async function answerWithout(
  * A store that answers every call as one `onStoreError` value says, without the primary store,
  * save for the policies that have their own (see {@link answerFor}): `'memory'` asks the
  * instance's memory store and marks its decisions, `'allow'` and `'deny'` answer at once and
- * record nothing. Giving back, freeing or renewing what such an answer took goes to the memory
- * store under `'memory'`, and is nothing to do otherwise.
+ * record nothing. Giving back, settling, freeing or renewing what such an answer took goes to the
+ * memory store under `'memory'`, and is nothing to do otherwise.
  */
 export class DegradedStore extends OperationStore {
   constructor(
@@ -65,7 +65,9 @@ export class DegradedStore extends OperationStore {
 
   execute(call: StoreCall): Promise<RateLimitDecision> {
     const { op, of } = call;
-    if (op !== 'refund' && op !== 'release' && op !== 'renew') return this.decide(call);
+    if (op !== 'refund' && op !== 'settle' && op !== 'release' && op !== 'renew') {
+      return this.decide(call);
+    }
     if (of?.degraded === 'memory') return execute(this.memory, call);
     // `'allow'` and `'deny'` counted nothing and took no lease.
     return Promise.resolve(of ?? fixedAnswer(call.limits.policies, 'allow'));

@@ -75,6 +75,16 @@ export abstract class OperationStore implements CallTakingStore {
     return this.execute({ op: 'release', limits: { keys, policies, costs }, of });
   }
 
+  /** `deltas` are signed: see `RateLimitStore.settle`. */
+  settle(
+    keys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    deltas: readonly number[],
+    of: RateLimitDecision,
+  ): Promise<RateLimitDecision> {
+    return this.execute({ op: 'settle', limits: { keys, policies, costs: deltas }, of });
+  }
+
   renew(
     keys: readonly string[],
     policies: readonly ResolvedPolicy[],

@@ -4,7 +4,7 @@ import { ForwardingStore } from './forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
 import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
-import { execute, type StoreCall, supports } from './store-call.js';
+import { execute, type StoreCall, type StoreOperation, supports } from './store-call.js';
 import {
   type RateLimitDecision,
   type RateLimitStore,
@@ -69,16 +69,16 @@ export class ResilientStore extends ForwardingStore {
   }
 
   /**
-   * Asks the primary store, within the timeout and behind the breaker. A refund, release or
-   * renewal goes where the request was counted: to the fallback for a request it answered, and
-   * nowhere for one that `'allow'` or `'deny'` answered, since nothing counted it.
+   * Asks the primary store, within the timeout and behind the breaker. A refund, settlement,
+   * release or renewal goes where the request was counted: to the fallback for a request it
+   * answered, and nowhere for one that `'allow'` or `'deny'` answered, since nothing counted it.
    */
   override execute(call: StoreCall): Promise<RateLimitDecision> {
     const { op, of } = call;
-    if (op !== 'refund' && op !== 'release' && op !== 'renew') return this.guarded(call);
+    if (!followsItsRequest(op)) return this.guarded(call);
     if (of?.degraded === 'memory') return execute(this.options.fallback, call);
     if (of?.degraded !== undefined) return Promise.resolve(of);
-    if (op === 'refund') return this.guarded(call);
+    if (op === 'refund' || op === 'settle') return this.guarded(call);
     // The lease is in the primary store and nowhere else: a failure is reported, not answered by
     // the fallback, which knows nothing of it (the holder retries, or the lease expires).
     if (!this.telemetry.enabled) return this.deadlines.race(execute(this.inner, call));
@@ -242,4 +242,9 @@ export class ResilientStore extends ForwardingStore {
       this.options.logger.warn(`${problem}; 'memory' answers instead`);
     }
   }
+}
+
+/** The operations on a request decided before, which go where that request was counted. */
+function followsItsRequest(op: StoreOperation): boolean {
+  return op === 'refund' || op === 'settle' || op === 'release' || op === 'renew';
 }

@@ -11,6 +11,7 @@
  */
 import { type RateAlgorithm as Algorithm } from '../../lib/algorithms/algorithm.js';
 import { indexOf } from '../support/calendar-windows.js';
+import { settleHistory } from './settlement.js';
 
 export interface ModelPolicy {
   algorithm: Algorithm;
@@ -22,7 +23,10 @@ export interface ModelPolicy {
   starts?: readonly number[];
 }
 
-/** One allowed request in a key's history. */
+/**
+ * One allowed request in a key's history, or a settlement's charge. A bucket's give-back is an
+ * event of negative cost; a window's takes units off the events it gives back.
+ */
 export interface Event {
   t: number;
   cost: number;
@@ -139,7 +143,8 @@ function slidingWindowCounter(
 }
 
 // Token bucket: replays the history. Full at the start; refills limit per period, continuously,
-// and counts as full from the millisecond it would be full again.
+// and counts as full from the millisecond it would be full again. A charge may leave it in debt
+// (negative tokens); a give-back fills it, up to full.
 function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
   const refillMs = (tokens: number) => ms(((p.burst - tokens) * p.periodUs) / p.limit);
   const level = (left: number | undefined, at: number, t: number) => {
@@ -149,7 +154,7 @@ function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number
   let left: number | undefined;
   let at = 0;
   for (const e of history) {
-    left = level(left, at, e.t) - e.cost;
+    left = Math.min(p.burst, level(left, at, e.t) - e.cost);
     at = e.t;
   }
   const tokens = level(left, at, now);
@@ -158,20 +163,21 @@ function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number
     retryAfterMs:
       cost > p.burst ? -1 : tokens >= cost ? 0 : ms(((cost - tokens) * p.periodUs) / p.limit),
     after: () => ({ remaining: Math.floor(tokens - cost), resetAfterMs: refillMs(tokens - cost) }),
-    now: () => ({ remaining: Math.floor(tokens), resetAfterMs: refillMs(tokens) }),
+    now: () => ({ remaining: Math.max(0, Math.floor(tokens)), resetAfterMs: refillMs(tokens) }),
   };
 }
 
-// GCRA: the theoretical arrival time after replaying the history; integer microseconds.
+// GCRA: the theoretical arrival time after replaying the history; integer microseconds. A charge
+// may take it past the burst, however far; a give-back takes it back, never before the event.
 function leakyBucket(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
   const interval = Math.ceil(p.periodUs / p.limit);
   const capacity = p.burst * interval;
   let tat = -Infinity;
-  for (const e of history) tat = Math.max(tat, e.t) + e.cost * interval;
+  for (const e of history) tat = Math.max(Math.max(tat, e.t) + e.cost * interval, e.t);
   const levelAt = (t: number) => Math.max(tat, t) - t;
   const fitsAt = (d: number) => levelAt(now + d * 1000) + cost * interval <= capacity;
-  const horizon = ms(capacity) + 1;
   const level = levelAt(now);
+  const horizon = ms(Math.max(capacity, level + cost * interval)) + 1;
   return {
     allowed: cost <= p.burst && level + cost * interval <= capacity,
     retryAfterMs: cost > p.burst ? -1 : firstTrue(0, horizon, fitsAt),
@@ -215,7 +221,32 @@ export class ReferenceModel {
     return { allowed, answers };
   }
 
-  /** The allowed requests of a key so far, oldest first. */
+  /**
+   * Settles the reservation that arrived at `at` (see `settlement.ts`), then answers what is
+   * left, as `RateLimitStore.settle` does.
+   */
+  settle(keys: string[], policies: ModelPolicy[], deltas: number[], at: number, now: number) {
+    keys.forEach((key, i) => settleHistory(this.history(key), policies[i], deltas[i], at, now));
+    return this.left(keys, policies, now);
+  }
+
+  /**
+   * What a refund or a settlement answers: each policy as a request of no cost would find it,
+   * recording nothing; not allowed while one is over its limit.
+   */
+  left(keys: string[], policies: ModelPolicy[], now: number) {
+    const verdicts = policies.map((p, i) =>
+      ALGORITHMS[p.algorithm](this.history(keys[i]), now, p, 0),
+    );
+    const answers: ModelAnswer[] = verdicts.map((v) => ({
+      allowed: v.allowed,
+      retryAfterMs: v.allowed ? 0 : v.retryAfterMs,
+      ...v.now(),
+    }));
+    return { allowed: verdicts.every((v) => v.allowed), answers };
+  }
+
+  /** The allowed requests of a key so far, and the charges settled on it, in the order recorded. */
   history(key: string): Event[] {
     let events = this.histories.get(key);
     if (events === undefined) this.histories.set(key, (events = []));

@@ -11,6 +11,7 @@ import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { policyArg } from '../../../lib/stores/redis/policy-args.js';
 import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../../lib/stores/redis/scripts.js';
 import { useRedis } from '../../support/stores.js';
+import { unitsIn } from '../../support/weighted-sets.js';
 
 const POLICY = resolvePolicy({ period: '1h', threshold: 2 }, 'ids');
 const ARG = policyArg(POLICY, 1);
@@ -67,6 +68,21 @@ describe.each(MODES)('decision ids, as %s', (_mode, send) => {
     const first = await send(client, [key, id], ['r', '', ARG]);
     expect(await send(client, [key, id], ['r', '', ARG])).toEqual(first);
     expect(await client.zcard(key)).toBe(1);
+  });
+
+  it('a settlement sent twice with one id charges once, and gives back once', async () => {
+    const { key, id } = fresh();
+    const reserved = (await send(client, [key, `${id}r`], ['c', '', ARG])) as number[];
+    // The reservation's arrival: the reply's time, after its one policy's four answers.
+    const settle = (delta: number) => [`s${reserved[5]}`, '', policyArg(POLICY, delta)];
+    const charged = await send(client, [key, `${id}c`], settle(3));
+    expect(await send(client, [key, `${id}c`], settle(3))).toEqual(charged);
+    expect(await unitsIn(client, key)).toBe(4);
+    const given = await send(client, [key, `${id}g`], settle(-2));
+    expect(await send(client, [key, `${id}g`], settle(-2))).toEqual(given);
+    expect(await unitsIn(client, key)).toBe(2);
+    // Over the threshold of 2 after the charge, at it after the give-back.
+    expect([(charged as number[])[0], (given as number[])[0]]).toEqual([0, 1]);
   });
 
   it('a copy after its deadline answers what the first one decided, while the id is kept', async () => {
