@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { type RateAlgorithm as Algorithm } from '../../lib/algorithms/algorithm.js';
-import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
+import { algorithmOf, RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import {
   MemoryStore,
   type RateLimitDecision,
@@ -22,6 +22,7 @@ import {
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
 import { type ModelAnswer, type ModelPolicy, ReferenceModel } from '../model/reference.js';
+import { startsFrom, windowsAt } from '../support/calendar-windows.js';
 import { useRedis } from '../support/stores.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 100);
@@ -77,6 +78,16 @@ const stepArb = fc.oneof(
 const timelineArb = (algorithm: fc.Arbitrary<Algorithm>, policies: number) =>
   fc.record({
     policies: fc.array(policyArb(algorithm), { minLength: policies, maxLength: policies }),
+    // Windows of irregular lengths, in turn, as a calendar's are: for the window algorithms. In
+    // whole seconds, as a calendar's starts are whole ms apart by hours (which the fixed window's
+    // numbering of calendar windows relies on: see fixed-window.lua).
+    calendar: fc.option(
+      fc.array(
+        fc.integer({ min: 1, max: 3 }).map((s) => s * 1_000_000),
+        { minLength: 2, maxLength: 5 },
+      ),
+      { nil: undefined, freq: 1 },
+    ),
     startUs: fc.integer({ min: 1_700_000_000_000_000, max: 1_700_000_100_000_000 }),
     steps: fc.array(stepArb, { minLength: 20, maxLength: 60 }),
   });
@@ -92,6 +103,20 @@ const view = (d: RateLimitDecision) => ({
     resetAfterMs,
   })),
 });
+
+/**
+ * Window starts from before the timeline to past its longest end (60 steps of at most 2 s), one
+ * window of each length in turn: windows as irregular as a calendar's, and much shorter.
+ */
+function calendarStarts(startUs: number, lengthsUs: readonly number[]): number[] {
+  const lengths: number[] = [];
+  for (let total = 0, i = 0; total < 130_000_000; i++) {
+    lengths.push(lengthsUs[i % lengthsUs.length]);
+    total += lengths[lengths.length - 1];
+  }
+  // Starts fall on whole ms, as a calendar's do.
+  return startsFrom(Math.floor(startUs / 1000) * 1000 - 10_000_000, lengths);
+}
 
 describe('settlements: a reservation settled at its actual usage, on every store alike', () => {
   const redis = useRedis('redis');
@@ -126,14 +151,19 @@ describe('settlements: a reservation settled at its actual usage, on every store
     let us = t.startUs;
     const clock = () => us / 1000;
     const stores = storesAt(clock);
-    const policies: ResolvedPolicy[] = t.policies.map((p, i) =>
-      resolvePolicy({ ...p, name: `p${i}` }, 'settlements'),
-    );
+    const starts = t.calendar && calendarStarts(t.startUs, t.calendar);
+    const policies: ResolvedPolicy[] = t.policies.map((p, i) => {
+      const resolved = resolvePolicy({ ...p, name: `p${i}` }, 'settlements');
+      const byCalendar = starts && algorithmOf(p.algorithm).followsCalendar;
+      return byCalendar ? { ...resolved, calendar: windowsAt(starts) } : resolved;
+    });
     const modelPolicies: ModelPolicy[] = policies.map((p, i) => ({
       algorithm: t.policies[i].algorithm,
-      periodUs: p.periodUs,
       limit: p.threshold,
       burst: p.burst,
+      ...(p.calendar && starts
+        ? { starts, periodUs: Math.max(...t.calendar!) }
+        : { periodUs: p.periodUs }),
     }));
     const id = randomUUID();
     const keys = stores.map((_, s) => policies.map((p) => `st:{${id}}:${s}:${p.id}`));
