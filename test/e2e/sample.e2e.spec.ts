@@ -148,8 +148,8 @@ describe('the sample app', () => {
     await settled(1);
     const second = await ask('ada', 'hello there model', 500);
     expect(second.headers.ratelimit).toMatch(/^"tokens";r=9491;/);
-    // Another user has a budget of their own; one estimate above the day's budget never fits.
-    expect((await ask('grace', 'hi', 4096)).headers.ratelimit).toMatch(/^"tokens";r=5902;/);
+    // Another user has a budget of their own: 1 + 4096 tokens reserved from 10,000.
+    expect((await ask('grace', 'hi', 4096)).headers.ratelimit).toMatch(/^"tokens";r=5903;/);
     await settled(3);
     const summary = await request(server)
       .post('/chat/summaries')
