@@ -8,8 +8,8 @@ import { type DecisionPart } from './route-decision.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
 import { UsageSettlement } from './usage-settlement.js';
 
-// Enough to see that refunds fail without a log line per request while a store is down.
-const MAX_REPORTED_REFUND_FAILURES = 5;
+// Enough to see that refunds or settles fail, without a log line per request while a store is down.
+const MAX_REPORTED_FAILURES = 5;
 
 /**
  * The end of a call on a route that holds leases, counts only some outcomes or settles usage. The
@@ -20,8 +20,8 @@ const MAX_REPORTED_REFUND_FAILURES = 5;
  */
 export class Settlement {
   private readonly logger = new Logger('RateLimit');
-  private refundFailures = 0;
-  private readonly usage = new UsageSettlement();
+  private failures = 0;
+  private readonly usage = new UsageSettlement((message) => this.warn(message));
 
   constructor(
     private readonly leases: LeaseKeeper,
@@ -30,7 +30,7 @@ export class Settlement {
 
   /**
    * Only parts the store allowed counted anything. A call turned away frees its leases at once. A
-   * refund that fails is logged (the first few), never thrown.
+   * refund or settle that fails is logged (the first few), never thrown.
    */
   settle(
     { context, transport, plan }: RouteCall,
@@ -87,11 +87,13 @@ export class Settlement {
         limits: { keys: part.keys, policies: part.policies, costs },
         of: decision,
       }).catch((error: unknown) => {
-        if (this.refundFailures++ < MAX_REPORTED_REFUND_FAILURES) {
-          this.logger.warn(`Giving back a request that does not count failed: ${String(error)}`);
-        }
+        this.warn(`Giving back a request that does not count failed: ${String(error)}`);
       });
     }
+  }
+
+  private warn(message: string): void {
+    if (this.failures++ < MAX_REPORTED_FAILURES) this.logger.warn(message);
   }
 }
 

@@ -1,23 +1,19 @@
-import { type ExecutionContext, Logger } from '@nestjs/common';
+import { type ExecutionContext } from '@nestjs/common';
 import { checkUsage, settleUsage } from '../service/reservation.js';
 import { type RateLimitStore } from '../stores/store.interface.js';
 import { type DecisionPart } from './route-decision.js';
 import { type RouteFeatures } from './route-plan.js';
 import { isPromise } from './policy-template.js';
 
-// Enough to see that settling fails without a log line per request.
-const MAX_REPORTED_FAILURES = 5;
-
 /**
  * Charges what a request really used in place of its cost, for route policies with `settle`,
  * once the request has succeeded: one store call per decision part whose policies settle, with
  * the signed difference per policy. The response has gone by then, so a `settle` that throws or
- * returns something other than an integer from 0 is logged (the first few) and leaves the
+ * returns something other than an integer from 0 is reported through `warn` and leaves the
  * estimate counted, as does a store that fails.
  */
 export class UsageSettlement {
-  private readonly logger = new Logger('RateLimit');
-  private failures = 0;
+  constructor(private readonly warn: (message: string) => void) {}
 
   settle(
     context: ExecutionContext,
@@ -35,7 +31,7 @@ export class UsageSettlement {
       void Promise.all(used)
         .then((actuals) => settleUsage(store, part, decision, actuals))
         .catch((error: unknown) =>
-          this.report(`Settling what a request used failed: ${String(error)}`),
+          this.warn(`Settling what a request used failed: ${String(error)}`),
         );
     }
   }
@@ -61,11 +57,7 @@ export class UsageSettlement {
   }
 
   private failed(error: unknown): undefined {
-    this.report(`A settle function failed; the estimate stays counted: ${String(error)}`);
+    this.warn(`A settle function failed; the estimate stays counted: ${String(error)}`);
     return undefined;
-  }
-
-  private report(message: string): void {
-    if (this.failures++ < MAX_REPORTED_FAILURES) this.logger.warn(message);
   }
 }

@@ -23,16 +23,12 @@ export interface RateLimitPermit extends RateLimitDecision {
 
 const NO_LEASE = () => Promise.resolve();
 
-/** `RateLimitService.acquire` once its key and policies are known. */
-export async function acquirePermit(
-  store: RateLimitStore,
+/** The permit of an allowing `decision` on `limits`: its leases held until `release()`. */
+export function permitOf(
   leases: LeaseKeeper,
   limits: Limits,
-  options: AcquireOptions | undefined,
-  where: string,
-  telemetry: RateLimitTelemetry,
-): Promise<RateLimitPermit> {
-  const decision = await admit(store, leases, limits, options, where, telemetry);
+  decision: RateLimitDecision,
+): RateLimitPermit {
   const lease = leases.hold(limits, decision);
   const release = lease === undefined ? NO_LEASE : () => leases.release(lease);
   return { ...decision, release };

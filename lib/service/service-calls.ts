@@ -11,8 +11,13 @@ import {
 } from '../stores/store-call.js';
 import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
-import { acquirePermit, admit, type RateLimitPermit } from './permit.js';
-import { checkUsage, type RateLimitReservation, reservationOf } from './reservation.js';
+import { admit, permitOf, type RateLimitPermit } from './permit.js';
+import {
+  checkUsage,
+  type RateLimitReservation,
+  reservationOf,
+  settleUsage,
+} from './reservation.js';
 import { type ServiceLimits } from './service-limits.js';
 import {
   type AcquireOptions,
@@ -62,7 +67,7 @@ export class ServiceCalls {
     return op === 'consume' ? this.telemetry.counted(where, decided) : decided;
   }
 
-  permit(
+  async permit(
     where: string,
     key: string,
     policy: Policies,
@@ -70,7 +75,8 @@ export class ServiceCalls {
   ): Promise<RateLimitPermit> {
     checkCallOptions(options, 'acquire', where);
     const limits = this.limits.of(where, key, policy, options, true);
-    return acquirePermit(this.store, this.leases, limits, options, where, this.telemetry);
+    const decision = await admit(this.store, this.leases, limits, options, where, this.telemetry);
+    return permitOf(this.leases, limits, decision);
   }
 
   async run<T>(
@@ -123,8 +129,7 @@ export class ServiceCalls {
     const limits = this.reservable(where, key, policy, options.cost);
     const decision = await admit(this.store, this.leases, limits, options, where, this.telemetry);
     const result = await fn();
-    const ticket = reservationOf(this.store, limits, decision, limits.costs[0], where);
-    await ticket.settle(usage(result));
+    await settleUsage(this.store, limits, decision, checkUsage(usage(result), 'usage', where));
     return result;
   }
 
