@@ -25,7 +25,7 @@
 --            server that refuses TIME inside scripts (answered { -2 } below). `now` is the
 --            caller's estimate of Redis's time (see lib/stores/redis/caller-clock.ts). A script
 --            cannot read the time there, so the deadline is checked against the expiry of the
---            decision's id key instead, which follows Redis's clock: see `passed`.
+--            decision's id key instead, which follows Redis's clock: see `passed` in once.lua.
 --          - `t<now µs>:<ms>`: tests that simulate time; the ms are added to every TTL so that
 --            real expiry cannot race the simulated clock. No deadline.
 -- argv[3..] one per policy, joined by the caller once per route: "<algorithm id> <period µs>
@@ -38,7 +38,7 @@
 --          estimate of now, and the window that holds Redis's own is picked (see window_of).
 --          The caller joins them once per window.
 -- keys[#argv - 1], when there is one more key than policies: the decision's id key (see
---          `once` below). A decision that writes carries one, so that it never applies twice.
+--          once.lua). A decision that writes carries one, so that it never applies twice.
 --
 -- Reply: { allowed, then four per policy: allowed, remaining, retry_after_us (NEVER, ON_RELEASE),
 --          reset_after_ms, then now (µs), then the lease id when a concurrency policy took one };
@@ -95,25 +95,6 @@ local function costing(p, cost)
   }
 end
 
--- A decision's id key lives while a copy of the decision could still arrive: until its deadline,
--- plus a margin; with no deadline, for a fixed while. RedisStore sends copies until its timeout
--- has passed since the first was sent, which on Redis's clock is the deadline plus the error of
--- the store's estimate of that clock (at most a round trip, early): the margin covers that and the
--- copy's way to Redis. A copy that arrives later finds no id, and is refused as late.
-local ONCE_MARGIN_MS, ONCE_WITHOUT_DEADLINE_MS = 500, 5000
-
--- Stores the reply of a decision that carries an id key, so that a copy of it (resent by a client
--- after a reconnect, or retried by the store after a lost reply) answers the same and applies
--- nothing. A consume or reserve that was rejected applied nothing that a second run would apply
--- again, so only its answer could differ; it stores nothing, which keeps rejections cheap.
-local function remember(once, deadline, now, op, reply)
-  if once and (reply[1] == 1 or (op ~= 'c' and op ~= 'w')) then
-    local ttl = deadline and ms(deadline - now) + ONCE_MARGIN_MS or ONCE_WITHOUT_DEADLINE_MS
-    redis.call('SET', once, cmsgpack.pack(reply), 'PX', ttl)
-  end
-  return reply
-end
-
 local function lock_out(key, p, now, slack)
   redis.call('SET', key, -(now + p.block), 'PX', ms(p.block) + slack)
 end
@@ -151,21 +132,41 @@ local function rejected(key, p, now, slack, op, retry, w1, w2, lock)
   return remaining, reset, retry
 end
 
--- Whether Redis's clock has passed `deadline` (µs), where the script cannot read that clock: the
--- id key is set to expire at the deadline, which Redis does at once when it has passed. Only a
--- decision with an id applies anything, so only it needs the check; the key is gone afterwards.
-local function passed(once, deadline)
-  if not once then
-    return false
+-- One policy consumed: allowed, remaining, retry, reset, and the lease it took if any. The usual
+-- decision, which decide and decide_batch (batch.lua) make without the tables that gather several.
+local function consume_one(key, p, now, slack)
+  local lock, w1, w2 = open(key, now, p)
+  local allowed, retry = 0, nil
+  if lock then
+    retry = lock - now
+  else
+    allowed, retry = p.algorithm.check(key, now, p, w1, w2)
   end
-  redis.call('SET', once, '')
-  redis.call('PEXPIREAT', once, string.format('%d', math.floor(deadline / 1000)))
-  local left = redis.call('PTTL', once)
-  redis.call('DEL', once)
-  return left < 0
+  local remaining, reset, lease
+  if allowed == 1 then
+    if p.algorithm.free then
+      lease = p.algorithm.free(key, p, now)
+    end
+    remaining, reset = p.algorithm.commit(key, now, p, slack, w1, w2, lease)
+  else
+    remaining, reset, retry = rejected(key, p, now, slack, 'c', retry, w1, w2, lock)
+  end
+  return allowed, remaining, retry, reset, lease
 end
 
-local function decide(keys, argv)
+-- Redis's clock in µs, or false where the server refuses TIME in scripts (an ACL without TIME, a
+-- managed service): the store then sends its own clock instead.
+local function redis_now()
+  local t = redis.pcall('TIME')
+  if t.err then
+    return false
+  end
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- `time`: Redis's clock as a batch read it for all its decisions (see batch.lua), false when the
+-- server refused it; nil to read it here.
+local function decide(keys, argv, time)
   local now, slack, deadline, caller = nil, 0, nil, false
   local clock = argv[2]
   local form = string.byte(clock, 1)
@@ -176,13 +177,13 @@ local function decide(keys, argv)
     local at, by = string.match(clock, '^c(%d+):(%d*)$')
     now, deadline, caller = tonumber(at), tonumber(by), true
   else
-    local t = redis.pcall('TIME')
-    if t.err then
-      -- Refused (an ACL without TIME, a managed service): the store sends its own clock instead.
+    if time == nil then
+      time = redis_now()
+    end
+    if not time then
       return { -2 }
     end
-    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    deadline = tonumber(clock)
+    now, deadline = time, tonumber(clock)
   end
   local once = nil
   if #keys > #argv - 2 then
@@ -207,23 +208,7 @@ local function decide(keys, argv)
 
   -- One policy consumed, the usual case: the same steps without the tables that gather several.
   if #keys == 1 and op == 'c' then
-    local key, p = keys[1], policy(argv[3])
-    local lock, w1, w2 = open(key, now, p)
-    local allowed, retry = 0, nil
-    if lock then
-      retry = lock - now
-    else
-      allowed, retry = p.algorithm.check(key, now, p, w1, w2)
-    end
-    local remaining, reset, lease
-    if allowed == 1 then
-      if p.algorithm.free then
-        lease = p.algorithm.free(key, p, now)
-      end
-      remaining, reset = p.algorithm.commit(key, now, p, slack, w1, w2, lease)
-    else
-      remaining, reset, retry = rejected(key, p, now, slack, op, retry, w1, w2, lock)
-    end
+    local allowed, remaining, retry, reset, lease = consume_one(keys[1], policy(argv[3]), now, slack)
     return remember(once, deadline, now, op, { allowed, allowed, remaining, retry, reset, now, lease })
   end
 

@@ -50,9 +50,18 @@ export class DecisionRunner {
     return this.loading;
   }
 
-  run(script: DecisionScript, keys: readonly string[], args: ScriptArgs): Promise<unknown> {
+  /**
+   * Runs `script`'s decision, or a batch of them with `fn` = `DECISION_LIBRARY.batchFn` and the
+   * batch script.
+   */
+  run(
+    script: DecisionScript,
+    keys: readonly string[],
+    args: ScriptArgs,
+    fn = DECISION_LIBRARY.fn,
+  ): Promise<unknown> {
     if (this.mode === 'functions') {
-      return this.client.call(DECISION_LIBRARY.fn, keys, args).catch((error: unknown) => {
+      return this.client.call(fn, keys, args).catch((error: unknown) => {
         if (!isNoFunction(error)) throw error;
         this.mode = undefined;
         void this.load();

@@ -10,12 +10,17 @@ export interface DecisionScript {
   readonly sha: string;
 }
 
-/** The decision library for Redis Functions: one function that runs every algorithm. */
+/**
+ * The decision library for Redis Functions: one function that runs every algorithm, and one that
+ * runs a batch of decisions.
+ */
 export interface DecisionLibrary {
   /** The library's name; it carries a hash of the code, so each version loads beside the others. */
   readonly name: string;
   /** The function to FCALL, named like the library (function names are global in Redis). */
   readonly fn: string;
+  /** The function that takes a batch of decisions (see batch.lua). */
+  readonly batchFn: string;
   /** The text for FUNCTION LOAD. */
   readonly code: string;
 }
@@ -26,20 +31,24 @@ const source = (name: string) =>
 // Prefixed so the commands cannot clash with a user's own `defineCommand`.
 const COMMAND_PREFIX = 'rateLimitDecide';
 
-/** The shared prelude, then the given algorithms, then the driver that defines `decide`. */
+/** The shared prelude, the given algorithms, decision ids, then the driver that defines `decide`. */
 const body = (algorithms: readonly string[]) =>
-  [source('prelude'), ...algorithms.map(source), source('decide')].join('\n');
+  [source('prelude'), ...algorithms.map(source), source('once'), source('decide')].join('\n');
+
+const ALL_ALGORITHMS = REGISTRY.map((e) => e.lua);
 
 /**
  * A decision script holding the given algorithms, joined once at load time. The text is fixed;
  * keys and values travel only in KEYS and ARGV.
  */
-function decisionScript(command: string, algorithms: readonly string[]): DecisionScript {
-  // A Redis 7 shebang without flags: the server refuses the whole script up front when it is out
-  // of memory, instead of refusing whichever write comes first (or none, once one has happened).
-  const lua = ['#!lua', body(algorithms), 'return decide(KEYS, ARGV)'].join('\n');
+function decisionScript(command: string, lua: string): DecisionScript {
   return { command, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
+
+// A Redis 7 shebang without flags: the server refuses the whole script up front when it is out
+// of memory, instead of refusing whichever write comes first (or none, once one has happened).
+const scriptText = (code: string, call: string) =>
+  ['#!lua', code, `return ${call}(KEYS, ARGV)`].join('\n');
 
 /**
  * The scripts a store falls back to where Functions are unavailable. Redis runs a script's whole
@@ -51,14 +60,20 @@ export const DECISION_SCRIPTS: Readonly<Record<string, DecisionScript>> = Object
   ...Object.fromEntries(
     REGISTRY.map(({ code, lua: file }) => [
       code,
-      decisionScript(`${COMMAND_PREFIX}_${code}`, [file]),
+      decisionScript(`${COMMAND_PREFIX}_${code}`, scriptText(body([file]), 'decide')),
     ]),
   ),
-  mixed: decisionScript(
-    COMMAND_PREFIX,
-    REGISTRY.map((e) => e.lua),
-  ),
+  mixed: decisionScript(COMMAND_PREFIX, scriptText(body(ALL_ALGORITHMS), 'decide')),
 });
+
+/**
+ * A batch of decisions where Functions are unavailable: every algorithm, since a batch may mix
+ * them, and its body is defined once for the whole batch.
+ */
+export const BATCH_SCRIPT: DecisionScript = decisionScript(
+  `${COMMAND_PREFIX}_batch`,
+  scriptText(`${body(ALL_ALGORITHMS)}\n${source('batch')}`, 'decide_batch'),
+);
 
 /**
  * Every algorithm in one library: its body runs once, when it is loaded, so a call runs only the
@@ -66,10 +81,19 @@ export const DECISION_SCRIPTS: Readonly<Record<string, DecisionScript>> = Object
  * the server is out of memory.
  */
 export const DECISION_LIBRARY: DecisionLibrary = (() => {
-  const lua = body(REGISTRY.map((e) => e.lua));
-  const name = `ratelimit_${createHash('sha1').update(lua).digest('hex').slice(0, 16)}`;
-  const code = [`#!lua name=${name}`, lua, `redis.register_function('${name}', decide)`].join('\n');
-  return Object.freeze({ name, fn: name, code });
+  const lua = `${body(ALL_ALGORITHMS)}\n${source('batch')}`;
+  // Named by a hash of its code and of what it registers, so that a change to either loads
+  // as a new library.
+  const registered = (name: string) => [
+    `redis.register_function('${name}', decide)`,
+    `redis.register_function('${name}_batch', decide_batch)`,
+  ];
+  const hash = createHash('sha1')
+    .update([lua, ...registered('')].join('\n'))
+    .digest('hex');
+  const name = `ratelimit_${hash.slice(0, 16)}`;
+  const code = [`#!lua name=${name}`, lua, ...registered(name)].join('\n');
+  return Object.freeze({ name, fn: name, batchFn: `${name}_batch`, code });
 })();
 
 /** The script with only the algorithm every policy uses, or the one with all of them. */
