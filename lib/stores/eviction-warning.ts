@@ -1,5 +1,6 @@
 import { type MemoryPolicy, type RedisStore } from './redis/redis.store.js';
 import { type OutageLogger } from './resilient.store.js';
+import { isError } from './errors.js';
 
 /** The module's logger at bootstrap: Nest's `Logger`, whose `debug` says what could not be checked. */
 export interface BootstrapLogger extends OutageLogger {
@@ -29,7 +30,7 @@ export async function warnIfEvicting(store: RedisStore, logger: BootstrapLogger)
   try {
     policies = await store.memoryPolicies();
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = isError(error) ? error.message : String(error);
     logger.debug?.(
       `Could not read Redis's maxmemory-policy (${reason}); make sure it cannot evict rate-limit keys: see ${EVICTION_DOCS}`,
     );

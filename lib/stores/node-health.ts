@@ -1,5 +1,6 @@
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.js';
 import { type StoreErrorPolicy } from './store.interface.js';
+import { isError } from './errors.js';
 
 /** Where outage warnings go: the module passes its Nest `Logger`. */
 export interface OutageLogger {
@@ -137,7 +138,7 @@ export class NodeHealthMap {
     health.fallbackAnswers = 0;
     this.inOutage.add(health);
     this.onChange?.('degraded');
-    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const reason = isError(error) ? `${error.name}: ${error.message}` : String(error);
     this.logger.warn(
       `The rate-limit store failed${on(health)} (${reason}); ${ANSWERS[health.policy]} until it recovers`,
     );

@@ -12,6 +12,7 @@ import {
   type StoreErrorPolicy,
 } from './store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
+import { isError } from './errors.js';
 
 export type { OutageLogger } from './node-health.js';
 
@@ -218,7 +219,7 @@ export class ResilientStore extends ForwardingStore {
   private choosePolicy(error: unknown, node: NodeHealth): StoreErrorPolicy {
     const handler = this.options.onStoreError;
     if (typeof handler !== 'function') return handler;
-    const asError = error instanceof Error ? error : new Error(String(error));
+    const asError = isError(error) ? error : new Error(String(error));
     try {
       const chosen = handler(asError);
       if (chosen === undefined) return 'memory';

@@ -1,4 +1,5 @@
 import { type ScriptClient } from './script-client.js';
+import { isError } from '../errors.js';
 
 // A client that gave up opening (a node-redis cluster none of whose root nodes answered) is
 // opened again after this long, until it is open or the store closes.
@@ -54,7 +55,7 @@ export class ClientWatch {
       if (this.stopped || !this.client.neverOpened()) return;
       // Caught: a client that gives up (or is closed meanwhile) must leave nothing unhandled.
       this.client.open().catch((error: unknown) => {
-        if (error instanceof Error) this.latestError ??= error;
+        if (isError(error)) this.latestError ??= error;
         if (!this.stopped) this.reopenTimer = setTimeout(attempt, REOPEN_MS).unref();
       });
     };

@@ -1,4 +1,5 @@
 import { type ScriptClient } from './script-client.js';
+import { isError } from '../errors.js';
 
 /** A decision was in flight when its connection closed: Redis may have run it. */
 export class ConnectionLostError extends Error {
@@ -22,7 +23,7 @@ const LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT'])
  * run it without its reply arriving; not an error Redis answered, nor a command never sent.
  */
 export function lostInFlight(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
+  if (!isError(error)) return false;
   if (error instanceof ConnectionLostError) return true;
   const code = (error as NodeJS.ErrnoException).code;
   return (code !== undefined && LOST_CODES.has(code)) || LOST_MESSAGE.test(error.message);
