@@ -71,6 +71,7 @@ export {
   type ValkeyGlideClient,
 } from './stores/redis/glide.client.js';
 export { StoreNotConnectedError } from './stores/redis/script-client.js';
+export { BatchedDecisionError } from './stores/redis/decision-batcher.js';
 export { StoreLateError } from './stores/redis/answer-deadline.js';
 export {
   type NodeRedisClient,

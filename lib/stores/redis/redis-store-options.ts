@@ -33,6 +33,14 @@ export interface RedisStoreOptions {
    * a managed service that disables it), scripts either way.
    */
   functions?: boolean;
+  /**
+   * The most decisions sent together in one call, default 8. The decisions that are ready in
+   * the same turn of the event loop go out as one call of a batch function, which decides each
+   * exactly as alone, in order: Redis and the client pay a call's cost once for all of them.
+   * Nothing waits for a batch to fill, so a lone decision goes out at once. 1 sends each
+   * decision as its own call. See docs/redis.md, Batches.
+   */
+  batchSize?: number;
 }
 
 /** What one Redis primary does when its memory is full; see `RedisStore.memoryPolicies`. */
