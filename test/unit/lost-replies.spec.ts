@@ -6,11 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { createClient, SocketClosedUnexpectedlyError } from 'redis';
 import { type RedisClient, RedisStore, type ValkeyGlideClient } from '../../lib/index.js';
 import { CLIENT_DEFAULTS } from '../../lib/module/store-factory.js';
 import {
   ConnectionLostError,
+  giveBackIfRun,
   lostInFlight,
   ReconnectWaiters,
 } from '../../lib/stores/redis/lost-replies.js';
@@ -51,6 +53,21 @@ describe('failures that mean a reply was lost', () => {
     );
   });
 
+  it("include a socket's own error, which Node makes outside the test's realm", async () => {
+    // node-redis rejects what awaits a reply with the socket's error itself.
+    const server = createServer((socket) => socket.resetAndDestroy());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const error = await new Promise<unknown>((resolve) => {
+      const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+      socket.on('error', resolve);
+      socket.write('PING\r\n');
+    });
+    await new Promise((resolve) => server.close(resolve));
+
+    expect(error).toMatchObject({ code: 'ECONNRESET' });
+    expect(lostInFlight(error)).toBe(true);
+  });
+
   it('the waiters wake together once the client is ready again', async () => {
     const client = new Redis(redis.url, { retryStrategy: () => 50 });
     client.on('error', () => {});
@@ -67,6 +84,62 @@ describe('failures that mean a reply was lost', () => {
     expect(woken).toEqual([true, true, true, true, true]);
     expect(client.status).toBe('ready');
     client.disconnect();
+  });
+});
+
+describe('a decision answered by the fallback after its reply was lost', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('is asked about once its deadline has passed, even when it failed before it', async () => {
+    // Every copy lost too: the fallback answers before the deadline, while Redis may have run it.
+    // A copy sent then could still apply it; only one sent after it can tell.
+    const waiters = waitersOf(redis.client());
+    const deadlineMs = performance.now() + 150;
+    const asked: number[] = [];
+    const givenBack: number[][] = [];
+    const copy = async () => {
+      asked.push(performance.now());
+      return [1, 1, 41];
+    };
+    giveBackIfRun(new ConnectionLostError(), copy, waiters, deadlineMs, (r) => givenBack.push(r));
+    await sleep(75);
+    expect(asked).toEqual([]);
+    await sleep(200);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toBeGreaterThanOrEqual(deadlineMs);
+    expect(givenBack).toEqual([[1, 1, 41]]);
+  });
+
+  it('is left alone when Redis says it never ran it, or when its failure was no lost reply', async () => {
+    const waiters = waitersOf(redis.client());
+    const asked: string[] = [];
+    const givenBack: number[][] = [];
+    const past = performance.now() - 1;
+    giveBackIfRun(
+      new ConnectionLostError(),
+      async () => (asked.push('lost'), [-1, 0]),
+      waiters,
+      past,
+      (r) => givenBack.push(r),
+    );
+    giveBackIfRun(
+      new Error('OOM command not allowed'),
+      async () => (asked.push('refused'), [1]),
+      waiters,
+      past,
+      (r) => givenBack.push(r),
+    );
+    await sleep(50);
+    expect(asked).toEqual(['lost']);
+    expect(givenBack).toEqual([]);
   });
 });
 

@@ -73,14 +73,15 @@ export async function sendResending(
 const ID_KEPT_PAST_DEADLINE_MS = 500;
 
 /**
- * A decision whose reply was lost, and that could not be sent again before its caller stopped
- * waiting at `deadlineMs` (`performance.now()` time; the client was still reconnecting), is
- * answered by the fallback, while Redis may have run it. Once the client is back, and while Redis
- * still keeps the decision's id, one more copy (`send`) asks: past the deadline it applies nothing
- * whatever happened, and it answers what Redis decided if Redis ran the decision, which
- * `giveBack` then undoes, as a late reply is. Later than that nothing can be learnt, and a
+ * A decision whose reply was lost, and that could not be sent again in time (the client was still
+ * reconnecting at `deadlineMs`, `performance.now()` time, or every copy was lost too), is answered
+ * by the fallback, while Redis may have run it. From the deadline on, once the client is back and
+ * while Redis still keeps the decision's id, one more copy (`send`) asks: past the deadline it
+ * applies nothing whatever happened, and it answers what Redis decided if Redis ran the decision,
+ * which `giveBack` then undoes, as a late reply is. Later than that nothing can be learnt, and a
  * decision Redis ran stays counted. Only for a decision sent with a deadline: a copy without one
- * would decide afresh, and so would one sent before the deadline.
+ * would decide afresh, and so would one sent before the deadline, which is why a decision that
+ * failed earlier waits for it (a timer, on this rare path only).
  */
 export function giveBackIfRun(
   error: unknown,
@@ -89,17 +90,24 @@ export function giveBackIfRun(
   deadlineMs: number,
   giveBack: (reply: number[]) => void,
 ): void {
-  if (!lostInFlight(error) || performance.now() < deadlineMs) return;
-  reconnected
-    .ready(deadlineMs + ID_KEPT_PAST_DEADLINE_MS)
-    .then(async (ready) => {
-      if (!ready) return;
-      const reply = (await send()) as number[];
-      // -1: Redis holds no id, so the decision never ran (or its id is gone): nothing to undo.
-      if (reply[0] >= 0) giveBack(reply);
-    })
-    // A copy that fails too leaves the decision as it was.
-    .catch(() => {});
+  if (!lostInFlight(error)) return;
+  const untilMs = deadlineMs + ID_KEPT_PAST_DEADLINE_MS;
+  const ask = () =>
+    reconnected
+      .ready(untilMs)
+      .then(async (ready) => {
+        if (!ready) return;
+        // A copy whose reply is lost too is sent again, as the decision was, while the id is kept.
+        const reply = (await sendResending(send, reconnected, untilMs)) as number[];
+        // -1: Redis holds no id, so the decision never ran (or its id is gone): nothing to undo.
+        if (reply[0] >= 0) giveBack(reply);
+      })
+      // A copy that fails too leaves the decision as it was.
+      .catch(() => {});
+  const early = deadlineMs - performance.now();
+  // A timer may fire up to a millisecond before its time as performance.now() counts it.
+  if (early > 0) setTimeout(ask, Math.ceil(early) + 1).unref();
+  else void ask();
 }
 
 interface Waiter {
