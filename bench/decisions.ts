@@ -41,6 +41,8 @@ export interface DecisionsResult {
   readonly perSecond: ReadonlyMap<DecisionsId, number>;
   /** `a` over `b`: the median of their ratios within each round both ran clean. */
   readonly ratio: (a: DecisionsId, b: DecisionsId) => number;
+  /** Redis CPU per decision of `a` over `b`, paired by round as `ratio` is. */
+  readonly redisCpuRatio: (a: DecisionsId, b: DecisionsId) => number;
   /** A policy written inline against the same policy hoisted, on Redis (ioredis) and memory. */
   readonly inline: { readonly redis: InlineComparison; readonly memory: InlineComparison };
   /** A decision with telemetry off, with the API and no SDK, with the SDK, on memory. */
@@ -122,14 +124,16 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
   const roundsOf = (id: DecisionsId) => runs.get(id)!.map((r) => r.perSecond);
   // Contenders of one round ran minutes apart at most, those of different rounds longer: the
   // machine's speed drifts less within a round, so ratios are taken there, then their median.
-  const pairedRatio = (a: DecisionsId, b: DecisionsId) => {
+  const pairedBy = (value: (run: MeasuredRun) => number) => (a: DecisionsId, b: DecisionsId) => {
     const ratios: number[] = [];
     for (let k = 0; k < ROUNDS; k++) {
       if (degradedIn.get(a)![k] > 0 || degradedIn.get(b)![k] > 0) continue;
-      ratios.push(runs.get(a)![k].perSecond / runs.get(b)![k].perSecond);
+      ratios.push(value(runs.get(a)![k]) / value(runs.get(b)![k]));
     }
     return ratios.length === 0 ? NaN : median(ratios);
   };
+  const pairedRatio = pairedBy((run) => run.perSecond);
+  const redisCpuRatio = pairedBy((run) => run.server.cpuMicros / run.decisions);
   const redis = compareInline(roundsOf('ours:fixed-window'), roundsOf('ours:fixed-window:inline'));
   const rowOf = (c: Contender) => {
     const median = medianByThroughput(clean(c.id));
@@ -211,6 +215,7 @@ export async function runDecisions(ctx: BenchContext): Promise<DecisionsResult> 
     markdown,
     perSecond,
     ratio: pairedRatio,
+    redisCpuRatio,
     inline: { redis, memory },
     telemetry,
     overrides,

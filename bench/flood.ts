@@ -254,9 +254,11 @@ function render(
     ),
     '',
     'Redis commands/s is the rise of INFO commandstats over the run, commands inside scripts ' +
-      'included; scripts/s counts EVAL, EVALSHA and FCALL alone (one per decision that reaches ' +
-      'Redis). Abusive-key calls are the commands the contender’s own client sent whose ' +
-      'arguments name the abusive key, counted by wrapping that client’s `sendCommand`; "past ' +
+      'included; scripts/s counts EVAL, EVALSHA and FCALL alone (one per call, which for ours ' +
+      'may be a batch of decisions). Abusive-key calls are the decisions on the abusive key the ' +
+      'contender’s own client sent: the arguments naming that key (id keys aside) in the ' +
+      'commands it sent, counted by wrapping its `sendCommand`, so that a batch counts each of ' +
+      'its decisions; "past ' +
       'the allowed" subtracts the abusive requests that were let through, which reach Redis in ' +
       'any design, and "rejections Redis answered" is that number over all the abusive key’s ' +
       'rejections. ' +

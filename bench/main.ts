@@ -2,7 +2,7 @@
  * `npm run bench`: ours against the floor and the usual alternatives, in one process, one run,
  * against one private redis-server, so every row saw the same machine and the same server.
  *
- *   npm run bench -- [--only decisions,flood,memory,http] [--quick] [--write]
+ *   npm run bench -- [--only decisions,latency,flood,memory,http] [--quick] [--write]
  *
  * Tables go to stdout (progress to stderr); --write also rewrites bench/RESULTS.md, keeping the
  * hand-written notes at its end.
@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { type DecisionsResult, runDecisions } from './decisions.js';
 import { type FloodResult, runFlood } from './flood.js';
+import { type LatencyResult, runLatency } from './latency.js';
 import { type MemoryResult, runMemory } from './memory.js';
 import { type BenchContext, progress } from './support/bench-context.js';
 import { parseOptions } from './support/bench-options.js';
@@ -76,12 +77,17 @@ try {
     quick: options.quick,
   };
   let decisions: DecisionsResult | undefined;
+  let latency: LatencyResult | undefined;
   let flood: FloodResult | undefined;
   let memory: MemoryResult | undefined;
   let http: HttpRow[] | undefined;
   if (options.sections.has('decisions')) {
     decisions = await runDecisions(ctx);
     emit(decisions.markdown);
+  }
+  if (options.sections.has('latency')) {
+    latency = await runLatency(ctx);
+    emit(latency.markdown);
   }
   if (options.sections.has('flood')) {
     flood = await runFlood(ctx);
@@ -99,7 +105,7 @@ try {
     http = await section.runHttpBench({ redisUrl: redis.url, quick: options.quick });
     emit(renderHttpRows(http, section.HTTP_WORKLOAD_NOTE));
   }
-  emit(renderTargets({ decisions, flood, memory, http }));
+  emit(renderTargets({ decisions, latency, flood, memory, http }));
 
   if (options.write) {
     writeResults(RESULTS_PATH, parts.join('\n\n'));

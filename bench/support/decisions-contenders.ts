@@ -37,10 +37,15 @@ export type DecisionsId =
   | SharedId
   | `${SharedId}:node-redis`
   | `ours:${Algorithm}`
+  | `ours:${BatchedAlgorithm}:one-by-one`
   | 'ours:auto-pipelining'
   | 'ours:fixed-window:inline'
   | 'nest-lab'
   | ValkeyId;
+
+/** The algorithms whose rows are measured again with each decision as its own call. */
+export const BATCHED_ALGORITHMS = ['fixed-window', 'leaky-bucket', 'token-bucket'] as const;
+export type BatchedAlgorithm = (typeof BATCHED_ALGORITHMS)[number];
 
 /** The server a row runs on. */
 export type ServerName = 'redis' | 'valkey';
@@ -105,6 +110,16 @@ function shared(library: Library): Contender[] {
 export const CONTENDERS: readonly Contender[] = [
   ...shared('ioredis'),
   ...onEach('ioredis', [
+    ...BATCHED_ALGORITHMS.map((algorithm) => ({
+      id: `ours:${algorithm}:one-by-one` as const,
+      label: `ours ${algorithm}, batchSize: 1 (each decision its own call)`,
+      start: (url: string) =>
+        ourLimiter(url, {
+          prefix: `ours-${algorithm}-1`,
+          policy: ourPolicy(algorithm),
+          batchSize: 1,
+        }),
+    })),
     {
       id: 'ours:fixed-window:inline',
       label: 'ours fixed-window, policy written inline',

@@ -7,6 +7,8 @@ import {
   type RateLimitPolicy,
   RateLimitModule,
   RateLimitService,
+  type RedisClient,
+  RedisStore,
 } from '../../lib/index.js';
 import { closeClient, connectNodeRedis, type Library, type Limiter } from './limiter.js';
 import { connectGlide, connectIovalkey } from './valkey-limiters.js';
@@ -20,6 +22,8 @@ export type OurLimiterOptions = {
   readonly library?: Library;
   /** ioredis only. */
   readonly clientOptions?: RedisOptions;
+  /** The store's `batchSize`; unset, the module's own store with the default. */
+  readonly batchSize?: number;
 } & (
   | {
       /** Passed as the same object on every call, as an application would hold it. */
@@ -45,7 +49,19 @@ export async function ourLimiter(url: string, options: OurLimiterOptions): Promi
   // Every library's client goes in `redis:`: the module recognises each by its shape.
   const client = await connect(options.library ?? 'ioredis', url, options.clientOptions);
   const moduleRef = await Test.createTestingModule({
-    imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: options.prefix })],
+    imports: [
+      RateLimitModule.forRoot(
+        options.batchSize === undefined
+          ? { redis: client, keyPrefix: options.prefix }
+          : {
+              store: new RedisStore({
+                client: client as RedisClient,
+                batchSize: options.batchSize,
+              }),
+              keyPrefix: options.prefix,
+            },
+      ),
+    ],
   }).compile();
   // Warnings stay on: an outage warning during a run means its numbers are not Redis's.
   const app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });

@@ -1,6 +1,7 @@
 /** The goals this module sets itself, each checked against what this run measured. */
 import { type DecisionsResult } from '../decisions.js';
 import { type FloodResult, type FloodRow } from '../flood.js';
+import { type LatencyResult } from '../latency.js';
 import { type MemoryResult } from '../memory.js';
 import { onLibrary, type SharedId } from './decisions-contenders.js';
 import { type HttpRow, httpRatioBetween } from './http-rows.js';
@@ -12,6 +13,7 @@ export interface Measured {
   readonly flood?: FloodResult;
   readonly memory?: MemoryResult;
   readonly http?: readonly HttpRow[];
+  readonly latency?: LatencyResult;
 }
 
 type InlineComparisons = DecisionsResult['inline'];
@@ -29,6 +31,11 @@ const atLeastText = (goal: number) => `≥ ${goal.toFixed(2).replace(/(\.\d)0$/,
 const atLeast = (value: number, goal: number) => ({
   measured: ratio(value),
   met: value >= goal,
+});
+
+const atMost = (value: number, goal: number) => ({
+  measured: ratio(value),
+  met: value <= goal,
 });
 
 /** Ours' flood rows against a bound: every row must meet it, and each is shown. */
@@ -66,6 +73,22 @@ export function renderTargets(m: Measured): string {
       m.decisions &&
       atLeast(m.decisions.ratio(onLibrary(ours, library), onLibrary(peer, library)), goal),
   });
+  /** Redis CPU per decision of ours against rate-limiter-flexible's, on `library`. */
+  const redisCpu = (library: Library, ours: SharedId, measure: string): Target => ({
+    measure: `Redis CPU µs per decision on ${library}: ${measure}`,
+    target: '≤ 0.50×',
+    check:
+      m.decisions &&
+      atMost(
+        m.decisions.redisCpuRatio(onLibrary(ours, library), onLibrary('flexible', library)),
+        0.5,
+      ),
+  });
+  const latency = (inFlight: number, field: 'p50Ms' | 'p99Ms'): Target => ({
+    measure: `latency ${field.slice(0, 3)} at ${inFlight} in flight: batches vs batchSize: 1`,
+    target: '≤ 1.00×',
+    check: m.latency && atMost(m.latency.ratio(inFlight, field), 1),
+  });
   /** Each decisions target once per client library, side by side. */
   const perLibrary = (ours: SharedId, peer: SharedId, measure: string, goal: number) =>
     LIBRARIES.map((library) => decisionRatio(library, ours, peer, measure, goal));
@@ -82,25 +105,34 @@ export function renderTargets(m: Measured): string {
   });
 
   const targets: Target[] = [
-    ...perLibrary('ours:sliding-window', 'floor', 'ours sliding-window vs floor', 0.9),
+    ...perLibrary('ours:sliding-window', 'floor', 'ours sliding-window vs floor', 1.2),
     ...perLibrary(
       'ours:leaky-bucket',
       'flexible',
       'ours leaky-bucket (GCRA) vs rate-limiter-flexible',
-      1.0,
+      1.2,
     ),
     ...perLibrary(
       'ours:fixed-window',
       'flexible',
       'ours fixed-window vs rate-limiter-flexible',
-      1.0,
+      1.2,
     ),
     ...perLibrary(
       'ours:token-bucket',
       'flexible',
       'ours token-bucket vs rate-limiter-flexible',
-      1.0,
+      1.2,
     ),
+    ...LIBRARIES.flatMap((library) => [
+      redisCpu(library, 'ours:fixed-window', 'ours fixed-window vs rate-limiter-flexible'),
+      redisCpu(library, 'ours:leaky-bucket', 'ours leaky-bucket (GCRA) vs rate-limiter-flexible'),
+      redisCpu(library, 'ours:token-bucket', 'ours token-bucket vs rate-limiter-flexible'),
+    ]),
+    latency(1, 'p50Ms'),
+    latency(1, 'p99Ms'),
+    latency(16, 'p50Ms'),
+    latency(16, 'p99Ms'),
     ...perLibrary(
       'ours:sliding-window-counter',
       'ours:fixed-window',
