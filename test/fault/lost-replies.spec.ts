@@ -112,8 +112,14 @@ describe.each(CASES)('replies lost when the connection resets ($name)', ({ conne
     await sleep(200);
     for (let i = 0; i < RESETS; i++) {
       await proxy.resetMidReply();
-      // Reconnected, and traffic flowing again, before the next reset.
+      // Reconnected, and traffic flowing again, before the next reset. Were the next reset armed
+      // while the breaker lets only its probe through, it would cut that probe's reply again and
+      // again, until the client could no longer ask about it within its id's lifetime: a limit
+      // docs/failure-handling.md states, not what this spec measures.
+      const answered = fromRedis;
+      const until = performance.now() + 5000;
       await sleep(250);
+      while (fromRedis < answered + 200 && performance.now() < until) await sleep(10);
     }
     running = false;
     await Promise.all(callers);
