@@ -37,6 +37,9 @@ const body = (algorithms: readonly string[]) =>
 
 const ALL_ALGORITHMS = REGISTRY.map((e) => e.lua);
 
+// Every algorithm and the batch driver: what both the batch script and the library hold.
+const BATCH_BODY = `${body(ALL_ALGORITHMS)}\n${source('batch')}`;
+
 /**
  * A decision script holding the given algorithms, joined once at load time. The text is fixed;
  * keys and values travel only in KEYS and ARGV.
@@ -72,7 +75,7 @@ export const DECISION_SCRIPTS: Readonly<Record<string, DecisionScript>> = Object
  */
 export const BATCH_SCRIPT: DecisionScript = decisionScript(
   `${COMMAND_PREFIX}_batch`,
-  scriptText(`${body(ALL_ALGORITHMS)}\n${source('batch')}`, 'decide_batch'),
+  scriptText(BATCH_BODY, 'decide_batch'),
 );
 
 /**
@@ -81,7 +84,6 @@ export const BATCH_SCRIPT: DecisionScript = decisionScript(
  * the server is out of memory.
  */
 export const DECISION_LIBRARY: DecisionLibrary = (() => {
-  const lua = `${body(ALL_ALGORITHMS)}\n${source('batch')}`;
   // Named by a hash of its code and of what it registers, so that a change to either loads
   // as a new library.
   const registered = (name: string) => [
@@ -89,10 +91,10 @@ export const DECISION_LIBRARY: DecisionLibrary = (() => {
     `redis.register_function('${name}_batch', decide_batch)`,
   ];
   const hash = createHash('sha1')
-    .update([lua, ...registered('')].join('\n'))
+    .update([BATCH_BODY, ...registered('')].join('\n'))
     .digest('hex');
   const name = `ratelimit_${hash.slice(0, 16)}`;
-  const code = [`#!lua name=${name}`, lua, ...registered(name)].join('\n');
+  const code = [`#!lua name=${name}`, BATCH_BODY, ...registered(name)].join('\n');
   return Object.freeze({ name, fn: name, batchFn: `${name}_batch`, code });
 })();
 
