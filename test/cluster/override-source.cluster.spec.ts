@@ -39,6 +39,22 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source on a cluster through 
     expect((await a.list()).entries).toEqual([{ policy: 'api', limit: { threshold: 9 } }]);
   });
 
+  it('keeps its generation in the same hash, counted up by each change, and gone with the data', async () => {
+    const prefix = `ov-${randomUUID()}`;
+    const a = await source(prefix);
+    await a.set({ policy: 'api', limit: { threshold: 9 } });
+    const first = (await a.list()).generation!;
+    expect(first.version).toBe(1);
+    await a.set({ policy: 'api', tracker: 't', limit: { threshold: 3 } });
+    await a.clear('api', 't');
+    expect((await a.list()).generation).toEqual({ epoch: first.epoch, version: 3 });
+    // The last override cleared, the generation stays: a clear is not a loss.
+    await a.clear('api');
+    expect((await a.list()).generation).toEqual({ epoch: first.epoch, version: 4 });
+    await cluster().client().del(`${prefix}:{overrides}`);
+    expect((await a.list()).generation).toBeUndefined();
+  });
+
   it('tells another instance of a change published from the script, within 1 s', async () => {
     const prefix = `ov-${randomUUID()}`;
     const a = await source(prefix);
