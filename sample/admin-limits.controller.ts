@@ -63,13 +63,20 @@ export class AdminLimitsController {
   @Delete(':policy')
   @HttpCode(200)
   async clear(@Param('policy') policy: string, @Query('tracker') tracker?: string) {
-    return { cleared: await this.rateLimit.clearOverride(policy, { tracker }) };
+    const cleared = await refusalsAsBadRequest(() =>
+      this.rateLimit.clearOverride(policy, { tracker }),
+    );
+    return { cleared };
   }
 }
 
-async function refusalsAsBadRequest(change: () => Promise<void>): Promise<void> {
+/**
+ * A refused change (a value out of bounds, an unknown policy, 10,000 overrides in force) as a 400
+ * whose message names the field and the bound.
+ */
+async function refusalsAsBadRequest<T>(change: () => Promise<T>): Promise<T> {
   try {
-    await change();
+    return await change();
   } catch (error) {
     if (error instanceof RateLimitConfigError) throw new BadRequestException(error.message);
     throw error;

@@ -1,5 +1,11 @@
 import { type Clock } from '../stores/store.interface.js';
-import { type OverrideEntry, type OverrideSource, type OverrideWrite } from './override-source.js';
+import { MAX_OVERRIDES } from './override-bounds.js';
+import {
+  type OverrideEntry,
+  type OverrideListing,
+  type OverrideSource,
+  type OverrideWrite,
+} from './override-source.js';
 
 interface Stored {
   readonly write: OverrideWrite;
@@ -18,11 +24,17 @@ export class MemoryOverrideSource implements OverrideSource {
 
   constructor(private readonly clock: Clock = Date.now) {}
 
-  set(write: OverrideWrite): Promise<void> {
+  async set(write: OverrideWrite): Promise<boolean> {
+    const id = entryId(write.policy, write.tracker);
+    if (!this.entries.has(id) && this.entries.size >= MAX_OVERRIDES) {
+      // Only at the bound is it worth listing them all, which drops those that ended.
+      await this.list();
+      if (this.entries.size >= MAX_OVERRIDES) return false;
+    }
     const endsAt = write.ttlMs === undefined ? undefined : this.clock() + write.ttlMs;
-    this.entries.set(entryId(write.policy, write.tracker), { write, endsAt });
+    this.entries.set(id, { write, endsAt });
     this.changed();
-    return Promise.resolve();
+    return true;
   }
 
   clear(policy: string, tracker?: string): Promise<boolean> {
@@ -34,7 +46,8 @@ export class MemoryOverrideSource implements OverrideSource {
     return Promise.resolve(had);
   }
 
-  list(): Promise<OverrideEntry[]> {
+  /** No generation: what this process holds cannot vanish without it. */
+  list(): Promise<OverrideListing> {
     const now = this.clock();
     const listed: OverrideEntry[] = [];
     for (const [id, stored] of this.entries) {
@@ -50,7 +63,7 @@ export class MemoryOverrideSource implements OverrideSource {
         ...(stored.endsAt === undefined ? {} : { expiresInMs: stored.endsAt - now }),
       });
     }
-    return Promise.resolve(listed);
+    return Promise.resolve({ entries: listed, skipped: [] });
   }
 
   watch(changed: () => void): void {

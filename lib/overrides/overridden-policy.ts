@@ -1,7 +1,8 @@
 import { algorithmOf, REGISTRY } from '../algorithms/registry.js';
 import { type Duration, MAX_BUCKET_US, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { checkCount, configError, parseDuration } from '../policy/validation.js';
+import { configError, parseDuration } from '../policy/validation.js';
 import { checkFields, type FieldList, knownFields } from '../policy/known-fields.js';
+import { checkOverrideCount, checkOverrideTracker } from './override-bounds.js';
 import { type LimitOverride, type OverrideWrite } from './override-source.js';
 
 /** The limit `RateLimitService.override` puts in place of a policy's own. */
@@ -55,11 +56,12 @@ export function checkOverride(
     }
     checkFields(options, OPTION_FIELDS, where);
   }
-  const threshold = checkCount(limit.threshold, 'threshold', where);
+  const threshold = checkOverrideCount(limit.threshold, 'threshold', where);
   const periodMs =
     limit.period === undefined ? undefined : parseDuration(limit.period, 'period', where);
-  const burst = limit.burst === undefined ? undefined : checkCount(limit.burst, 'burst', where);
-  const tracker = checkTracker(options?.tracker, where);
+  const burst =
+    limit.burst === undefined ? undefined : checkOverrideCount(limit.burst, 'burst', where);
+  const tracker = checkOverrideTracker(options?.tracker, where);
   const ttlMs = options?.ttl === undefined ? undefined : parseDuration(options.ttl, 'ttl', where);
   const stored: LimitOverride = {
     threshold,
@@ -72,12 +74,6 @@ export function checkOverride(
     ...(tracker === undefined ? {} : { tracker }),
     ...(ttlMs === undefined ? {} : { ttlMs }),
   };
-}
-
-function checkTracker(value: unknown, where: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value === 'string' && value !== '') return value;
-  throw configError(where, 'tracker', value, 'a non-empty string');
 }
 
 /**

@@ -1,4 +1,9 @@
-import { configError } from '../policy/validation.js';
+import {
+  checkOverridePolicyName,
+  checkOverrideTracker,
+  tooManyOverrides,
+  usableEntries,
+} from './override-bounds.js';
 import {
   checkAgainstPolicies,
   checkOverride,
@@ -28,7 +33,8 @@ const WHERE = 'RateLimitService.override';
 
 /**
  * Checks and stores an override, then reads the source again, so that it is in force on this
- * instance when this resolves (on the others once they hear of it).
+ * instance when this resolves (on the others once they hear of it). Everything is checked before
+ * anything is written; a new override past `MAX_OVERRIDES` is refused by the source itself.
  */
 export async function setOverride(
   registry: OverrideRegistry,
@@ -36,11 +42,11 @@ export async function setOverride(
   limit: OverrideLimit,
   options: OverrideOptions | undefined,
 ): Promise<void> {
-  const known = typeof policyName === 'string' ? registry.known.get(policyName) : undefined;
+  const known = registry.known.get(checkOverridePolicyName(policyName, WHERE));
   if (known === undefined) throw registry.known.unknown(policyName, WHERE);
   const write = checkOverride(policyName, limit, options, WHERE);
   checkAgainstPolicies(write.limit, known, WHERE);
-  await registry.source.set(write);
+  if (!(await registry.source.set(write))) throw tooManyOverrides(WHERE);
   await registry.reload();
 }
 
@@ -51,23 +57,19 @@ export async function clearOverride(
   options: Pick<OverrideOptions, 'tracker'> | undefined,
 ): Promise<boolean> {
   const where = 'RateLimitService.clearOverride';
-  // Any name: the override may have been set by an instance that knows a policy this one does not.
-  if (typeof policyName !== 'string' || policyName === '') {
-    throw configError(where, 'policyName', policyName, 'a policy name');
-  }
-  const tracker = options?.tracker;
-  if (tracker !== undefined && (typeof tracker !== 'string' || tracker === '')) {
-    throw configError(where, 'tracker', tracker, 'a non-empty string');
-  }
+  // Any policy name, known here or not: the override may have been set by an instance that knows
+  // a policy this one does not.
+  checkOverridePolicyName(policyName, where);
+  const tracker = checkOverrideTracker(options?.tracker, where);
   const had = await registry.source.clear(policyName, tracker);
   await registry.reload();
   return had;
 }
 
-/** Every override in force, as the source lists them now. */
+/** Every override in force, as the source lists them now: those the registry would apply. */
 export async function listOverrides(registry: OverrideRegistry): Promise<OverrideInForce[]> {
   const now = Date.now();
-  const entries = await registry.source.list();
+  const { entries } = usableEntries(await registry.source.list());
   return entries.map(({ policy, tracker, limit, expiresInMs }) => ({
     policy,
     ...(tracker === undefined ? {} : { tracker }),

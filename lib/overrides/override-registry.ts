@@ -3,7 +3,13 @@ import { StoreNotConnectedError } from '../stores/redis/script-client.js';
 import { encodeKeyPart, policyTrackerPart } from '../route/route-keys.js';
 import { type KnownPolicies } from './known-policies.js';
 import { overriddenPolicy } from './overridden-policy.js';
-import { type LimitOverride, type OverrideEntry, type OverrideSource } from './override-source.js';
+import { ListingChecks } from './listing-checks.js';
+import {
+  type LimitOverride,
+  type OverrideEntry,
+  type OverrideListing,
+  type OverrideSource,
+} from './override-source.js';
 
 /** One override in force here, with the policies it has been applied to so far. */
 interface Active {
@@ -19,7 +25,10 @@ interface Named {
   byPart: Map<string, Active> | undefined;
 }
 
-/** What the registry logs: a failing source, and an override a policy cannot take. */
+/**
+ * What the registry logs: a failing source, an override a policy cannot take, entries it skips,
+ * and overrides that vanished from the store without a clear.
+ */
 export interface OverrideLogger {
   log(message: string): void;
   warn(message: string): void;
@@ -46,6 +55,7 @@ export class OverrideRegistry {
   private warned = false;
   private closed = false;
   private readonly warnedPolicies = new WeakSet<ResolvedPolicy>();
+  private readonly checks: ListingChecks;
   /** Bumped on every listing installed: what was applied before may differ now. */
   private version = 0;
   /** Per policy list that lives on (a route's fixed policies, the service's), what it became. */
@@ -59,7 +69,9 @@ export class OverrideRegistry {
     readonly known: KnownPolicies,
     private readonly refreshMs: number,
     private readonly logger: OverrideLogger,
-  ) {}
+  ) {
+    this.checks = new ListingChecks(logger);
+  }
 
   /**
    * Loads what is in force and keeps it current: one watch, one interval per process. Waits for
@@ -178,9 +190,9 @@ export class OverrideRegistry {
   }
 
   private async load(): Promise<void> {
-    let entries: OverrideEntry[];
+    let listing: OverrideListing;
     try {
-      entries = await this.source.list();
+      listing = await this.source.list();
     } catch (error) {
       // Redis down is said once already, by the store; only another failure is worth a warning.
       if (!this.failing && !(error instanceof StoreNotConnectedError)) {
@@ -197,7 +209,7 @@ export class OverrideRegistry {
     if (this.warned) this.logger.log('The limit overrides are read again');
     this.failing = false;
     this.warned = false;
-    this.install(entries);
+    this.install(this.checks.usable(listing));
   }
 
   /** Indexes `entries`, keeping what was built for those that did not change. */

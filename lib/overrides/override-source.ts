@@ -27,6 +27,34 @@ export interface OverrideWrite {
   readonly ttlMs?: number;
 }
 
+/** An entry the store holds that is not an override this version can read: skipped, and why. */
+export interface SkippedOverride {
+  /** The entry as the store names it (its hash field), cut short when long. */
+  readonly id: string;
+  readonly reason: string;
+}
+
+/**
+ * Which copy of the stored overrides a listing read: created with the first override stored, and
+ * counted up by every change. Another `epoch`, none at all, or a lower `version` than a listing
+ * before means the overrides were lost (flushed, evicted, a restart without persistence, a
+ * failover that lost writes) rather than cleared.
+ */
+export interface OverrideGeneration {
+  readonly epoch: string;
+  readonly version: number;
+}
+
+/** What one reading of the source found. */
+export interface OverrideListing {
+  /** Every override in force, those that ended left out. */
+  readonly entries: OverrideEntry[];
+  /** Entries stored that could not be read as overrides (written by hand, or by another version). */
+  readonly skipped: SkippedOverride[];
+  /** Undefined where the overrides cannot vanish without this process (kept in it) or none exist. */
+  readonly generation?: OverrideGeneration;
+}
+
 /**
  * Where the overrides in force live: in this process for the memory store, in Redis for every
  * instance on the redis store. The registry that applies them reads them all through `list()`,
@@ -34,12 +62,15 @@ export interface OverrideWrite {
  * notice that never arrives delays an instance by one period at most.
  */
 export interface OverrideSource {
-  /** Stores an override, replacing any with the same policy and tracker, and tells every watcher. */
-  set(write: OverrideWrite): Promise<void>;
+  /**
+   * Stores an override, replacing any with the same policy and tracker, and tells every watcher.
+   * Resolves false, storing nothing, when it is a new one and `MAX_OVERRIDES` are in force.
+   */
+  set(write: OverrideWrite): Promise<boolean>;
   /** Removes the override of that policy and tracker; resolves whether there was one. */
   clear(policy: string, tracker?: string): Promise<boolean>;
-  /** Every override in force, those that ended left out. */
-  list(): Promise<OverrideEntry[]>;
+  /** Every override in force, those that ended left out, and what else the store holds. */
+  list(): Promise<OverrideListing>;
   /** Calls `changed` whenever an override is set or cleared, here or on another instance. */
   watch(changed: () => void): void;
   /** Stops watching; frees what the source holds (a subscriber connection). */

@@ -2,12 +2,16 @@ import { configError } from '../policy/validation.js';
 import { type ChannelSubscription } from '../stores/redis/channel-subscription.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
 import { type ScriptClient, StoreNotConnectedError } from '../stores/redis/script-client.js';
+import { MAX_OVERRIDES, shortened } from './override-bounds.js';
 import { OVERRIDES_SCRIPT } from './override-script.js';
 import {
   type LimitOverride,
   type OverrideEntry,
+  type OverrideGeneration,
+  type OverrideListing,
   type OverrideSource,
   type OverrideWrite,
+  type SkippedOverride,
 } from './override-source.js';
 
 /**
@@ -19,6 +23,8 @@ export const LASTING_OVERRIDE_HORIZON_MS = 30 * 24 * 3600 * 1000;
 
 /** What the script answers when the server refused `TIME` inside it (see `overrides.lua`). */
 const TIME_REFUSED = -2;
+/** The time left the script lists for a value it cannot read. */
+const UNREADABLE = -2;
 
 /**
  * The overrides in force on every instance that shares a Redis: one hash per key prefix,
@@ -57,9 +63,10 @@ export class RedisOverrideSource implements OverrideSource {
 
   /**
    * Rejects a `ttlMs` that is not a positive whole number of ms: the hash's TTL is made from it,
-   * and none of those could be one.
+   * and none of those could be one. Resolves false, storing nothing, for a new override past
+   * `MAX_OVERRIDES` (decided in the script, so two instances cannot both add the last one).
    */
-  async set(write: OverrideWrite): Promise<void> {
+  async set(write: OverrideWrite): Promise<boolean> {
     const ttlMs = write.ttlMs;
     if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs > 0)) {
       throw configError('RedisOverrideSource.set', 'ttlMs', ttlMs, 'a positive whole number of ms');
@@ -68,7 +75,9 @@ export class RedisOverrideSource implements OverrideSource {
     const limit = JSON.stringify({ threshold, periodMs, burst });
     const ttl = ttlMs === undefined ? '' : String(ttlMs);
     const horizon = String(LASTING_OVERRIDE_HORIZON_MS);
-    await this.run('set', this.channel, fieldOf(write.policy, write.tracker), limit, ttl, horizon);
+    const field = fieldOf(write.policy, write.tracker);
+    const reply = await this.run('set', this.channel, field, limit, ttl, horizon, MAX_STRING);
+    return Number(reply[1]) === 1;
   }
 
   async clear(policy: string, tracker?: string): Promise<boolean> {
@@ -76,14 +85,18 @@ export class RedisOverrideSource implements OverrideSource {
     return Number(reply[1]) > 0;
   }
 
-  async list(): Promise<OverrideEntry[]> {
+  async list(): Promise<OverrideListing> {
     const reply = await this.run('list', String(LASTING_OVERRIDE_HORIZON_MS));
     const entries: OverrideEntry[] = [];
-    for (let i = 1; i + 2 < reply.length; i += 3) {
-      const entry = entryOf(String(reply[i]), String(reply[i + 1]), Number(reply[i + 2]));
-      if (entry !== undefined) entries.push(entry);
+    const skipped: SkippedOverride[] = [];
+    for (let i = 2; i + 2 < reply.length; i += 3) {
+      const field = String(reply[i]);
+      const entry = entryOf(field, String(reply[i + 1]), Number(reply[i + 2]));
+      if (typeof entry === 'string') skipped.push({ id: shortened(field), reason: entry });
+      else entries.push(entry);
     }
-    return entries;
+    const generation = generationOf(String(reply[1]));
+    return { entries, skipped, ...(generation === undefined ? {} : { generation }) };
   }
 
   /**
@@ -160,31 +173,56 @@ export class RedisOverrideSource implements OverrideSource {
   }
 }
 
+const MAX_STRING = String(MAX_OVERRIDES);
+
 /** The hash field of a policy and tracker: a JSON array, which no tracker string can break. */
 function fieldOf(policy: string, tracker: string | undefined): string {
   return JSON.stringify(tracker === undefined ? [policy] : [policy, tracker]);
 }
 
-/** An override read back from its field, limit and time left; undefined when not one of ours. */
-function entryOf(field: string, limitJson: string, leftMs: number): OverrideEntry | undefined {
+/** The generation `overrides.lua` keeps, `0 <epoch> <version>`; undefined when there is none. */
+function generationOf(stored: string): OverrideGeneration | undefined {
+  const match = /^0 (\d+) (\d+)$/.exec(stored);
+  return match === null ? undefined : { epoch: match[1], version: Number(match[2]) };
+}
+
+/**
+ * An override read back from its field, limit and time left; else why it is not one: its values
+ * are checked by the registry, as those of any source.
+ */
+function entryOf(field: string, limitJson: string, leftMs: number): OverrideEntry | string {
+  if (leftMs === UNREADABLE) return 'its value is not `<ends at> <limit>`';
   let key: unknown;
   let stored: Record<string, unknown>;
   try {
     key = JSON.parse(field);
+  } catch {
+    return 'its field is not JSON';
+  }
+  try {
     stored = JSON.parse(limitJson) as Record<string, unknown>;
   } catch {
-    return undefined;
+    return 'its limit is not JSON';
   }
-  if (!Array.isArray(key) || typeof key[0] !== 'string') return undefined;
-  if (key.length > 2 || (key.length === 2 && typeof key[1] !== 'string')) return undefined;
+  if (
+    !Array.isArray(key) ||
+    typeof key[0] !== 'string' ||
+    key.length > 2 ||
+    (key.length === 2 && typeof key[1] !== 'string')
+  ) {
+    return 'its field is not ["<policy>"] or ["<policy>","<tracker>"]';
+  }
   if (stored === null || typeof stored !== 'object' || typeof stored.threshold !== 'number') {
-    return undefined;
+    return 'its limit has no numeric threshold';
   }
   const limit: { -readonly [K in keyof LimitOverride]: LimitOverride[K] } = {
     threshold: stored.threshold,
   };
-  if (typeof stored.periodMs === 'number') limit.periodMs = stored.periodMs;
-  if (typeof stored.burst === 'number') limit.burst = stored.burst;
+  for (const name of ['periodMs', 'burst'] as const) {
+    const value = stored[name];
+    if (typeof value === 'number') limit[name] = value;
+    else if (value !== undefined) return `its ${name} is not a number`;
+  }
   return {
     policy: key[0] as string,
     ...(key.length === 2 ? { tracker: key[1] as string } : {}),

@@ -6,12 +6,12 @@ export class RateLimitConfigError extends Error {
 }
 
 // Ten years keeps `now + period` in microseconds well inside 2^53, where Lua doubles stay exact.
-const MAX_PERIOD_MS = 10 * 365 * 24 * 3600 * 1000;
+export const MAX_PERIOD_MS = 10 * 365 * 24 * 3600 * 1000;
 // Large enough for any real quota, small enough that counts times windows stay exact doubles.
 export const MAX_THRESHOLD = 1_000_000_000;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
-const NAME = /^[A-Za-z0-9_.\-*]{1,64}$/;
+export const NAME = /^[A-Za-z0-9_.\-*]{1,64}$/;
 
 /** Parses a duration into whole milliseconds, or throws naming `field` and `where`. */
 export function parseDuration(value: unknown, field: string, where: string): number {

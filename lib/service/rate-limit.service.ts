@@ -60,8 +60,10 @@ export class RateLimitService {
    * operations page). With `tracker`, only that caller's quota: the value the module's
    * `getTracker` returns (default `user:<id>`, else `ip:<address>`), a policy's own `tracker`,
    * or the `key` given to this service; it wins over the override for every tracker. Resolves
-   * once it is in force on this instance. Refuses a name no policy known here has, and bad values,
-   * naming the field.
+   * once it is in force on this instance. Refuses a name no policy known here has, and values out
+   * of bounds (a `tracker` over 1,024 characters, a `threshold` or `burst` past 10^9, a `period`
+   * or `ttl` past 10 years, a new override past the 10,000 in force), naming the field and the
+   * bound, before anything is stored. See docs/operations.md, Changing limits at runtime.
    *
    * @example
    * ```ts

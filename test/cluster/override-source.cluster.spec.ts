@@ -31,12 +31,28 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source on a cluster through 
     const a = await source(prefix);
     await a.set({ policy: 'api', tracker: 'a{b}:c', limit: { threshold: 3 }, ttlMs: 60_000 });
     await a.set({ policy: 'api', limit: { threshold: 9 } });
-    const listed = await a.list();
+    const listed = (await a.list()).entries;
     expect(listed).toHaveLength(2);
     expect(listed.find((e) => e.tracker === 'a{b}:c')?.expiresInMs).toBeGreaterThan(50_000);
     expect(await cluster().client().pttl(`${prefix}:{overrides}`)).toBeGreaterThan(0);
     expect(await a.clear('api', 'a{b}:c')).toBe(true);
-    expect(await a.list()).toEqual([{ policy: 'api', limit: { threshold: 9 } }]);
+    expect((await a.list()).entries).toEqual([{ policy: 'api', limit: { threshold: 9 } }]);
+  });
+
+  it('keeps its generation in the same hash, counted up by each change, and gone with the data', async () => {
+    const prefix = `ov-${randomUUID()}`;
+    const a = await source(prefix);
+    await a.set({ policy: 'api', limit: { threshold: 9 } });
+    const first = (await a.list()).generation!;
+    expect(first.version).toBe(1);
+    await a.set({ policy: 'api', tracker: 't', limit: { threshold: 3 } });
+    await a.clear('api', 't');
+    expect((await a.list()).generation).toEqual({ epoch: first.epoch, version: 3 });
+    // The last override cleared, the generation stays: a clear is not a loss.
+    await a.clear('api');
+    expect((await a.list()).generation).toEqual({ epoch: first.epoch, version: 4 });
+    await cluster().client().del(`${prefix}:{overrides}`);
+    expect((await a.list()).generation).toBeUndefined();
   });
 
   it('tells another instance of a change published from the script, within 1 s', async () => {
@@ -50,7 +66,7 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source on a cluster through 
       seen.calls = 0;
       await a.set({ policy: 'api', limit: { threshold } });
       await waitFor(`change ${threshold} told to b`, 1000, async () => seen.calls > 0 || 'none');
-      expect(await b.list()).toEqual([{ policy: 'api', limit: { threshold } }]);
+      expect((await b.list()).entries).toEqual([{ policy: 'api', limit: { threshold } }]);
     }
   });
 });

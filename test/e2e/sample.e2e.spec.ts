@@ -198,7 +198,18 @@ describe('the sample app', () => {
       expect(unknown.body.message).toMatch(/did you mean "2-per-30s"\?/);
       const bad = await post('2-per-30s', { threshold: -1 });
       expect(bad.status).toBe(400);
-      expect(bad.body.message).toMatch(/threshold must be a positive integer, got -1/);
+      expect(bad.body.message).toMatch(/threshold must be an integer from 1 to 1000000000, got -1/);
+      const long = 'x'.repeat(2000);
+      const tooLong = await post('2-per-30s', { threshold: 5, tracker: long });
+      expect(tooLong.status).toBe(400);
+      expect(tooLong.body.message).toBe(
+        'RateLimitService.override: tracker must be at most 1024 characters, got 2000',
+      );
+      const clearTooLong = await admin(
+        request(server).delete(`/admin/limits/2-per-30s?tracker=${long}`),
+      );
+      expect(clearTooLong.status).toBe(400);
+      expect(clearTooLong.body.message).toMatch(/tracker must be at most 1024 characters/);
 
       const listed = await admin(request(server).get('/admin/limits'));
       expect(listed.body).toHaveLength(1);

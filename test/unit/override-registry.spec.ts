@@ -5,7 +5,7 @@ import { KnownPolicies } from '../../lib/overrides/known-policies.js';
 import { MemoryOverrideSource } from '../../lib/overrides/memory-override-source.js';
 import { OverrideRegistry } from '../../lib/overrides/override-registry.js';
 import {
-  type OverrideEntry,
+  type OverrideListing,
   type OverrideSource,
   type OverrideWrite,
 } from '../../lib/overrides/override-source.js';
@@ -32,7 +32,7 @@ class ProbeSource implements OverrideSource {
   clear(policy: string, tracker?: string) {
     return this.inner.clear(policy, tracker);
   }
-  async list(): Promise<OverrideEntry[]> {
+  async list(): Promise<OverrideListing> {
     this.lists++;
     if (this.held !== undefined) await this.held;
     if (this.failing) throw new Error('no route to host');
@@ -259,15 +259,15 @@ describe('MemoryOverrideSource', () => {
     await source.set({ policy: 'api', limit: { threshold: 5 } });
     await source.set({ policy: 'api', tracker: 'acme', limit: { threshold: 9 }, ttlMs: 1000 });
     clock.advance(400);
-    expect(await source.list()).toEqual([
+    expect((await source.list()).entries).toEqual([
       { policy: 'api', limit: { threshold: 5 } },
       { policy: 'api', tracker: 'acme', limit: { threshold: 9 }, expiresInMs: 600 },
     ]);
     clock.advance(600);
-    expect(await source.list()).toEqual([{ policy: 'api', limit: { threshold: 5 } }]);
+    expect((await source.list()).entries).toEqual([{ policy: 'api', limit: { threshold: 5 } }]);
     expect(await source.clear('api', 'acme')).toBe(false);
     expect(await source.clear('api')).toBe(true);
-    expect(await source.list()).toEqual([]);
+    expect((await source.list()).entries).toEqual([]);
     expect(changes).toBe(3);
   });
 });

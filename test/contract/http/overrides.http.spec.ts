@@ -192,7 +192,7 @@ describe.each(STORE_KINDS)('limit overrides over HTTP on the %s store', (kind: S
     expect(typo).toMatch(/got "apu"$/);
 
     expect(await refusal(() => service.override('api', { threshold: 0 }))).toMatch(
-      /threshold must be a positive integer, got 0/,
+      /threshold must be an integer from 1 to 1000000000, got 0/,
     );
     expect(await refusal(() => service.override('api', { threshold: 2.5 }))).toMatch(/threshold/);
     expect(await refusal(() => service.override('api', { threshold: 2, period: 'soon' }))).toMatch(

@@ -83,7 +83,7 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
       limit: { threshold: 5, periodMs: 2000, burst: 7 },
     });
     await a.set({ policy: 'api', tracker: 't1', limit: { threshold: 6 }, ttlMs: 60_000 });
-    const listed = await a.list();
+    const listed = (await a.list()).entries;
     const byTracker = new Map(listed.map((e) => [e.tracker, e]));
     expect(listed).toHaveLength(2);
     expect(byTracker.get(undefined)).toEqual({ policy: 'api', limit: { threshold: 10 } });
@@ -94,11 +94,14 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
 
     expect(await a.clear('api', 't1')).toBe(true);
     expect(await a.clear('api', 't1')).toBe(false);
-    expect(await a.list()).toEqual([{ policy: 'api', limit: { threshold: 10 } }]);
+    expect((await a.list()).entries).toEqual([{ policy: 'api', limit: { threshold: 10 } }]);
     expect(await a.clear('api')).toBe(true);
-    expect(await a.list()).toEqual([]);
-    // The last override gone, so is the hash.
-    expect(await redis().shared.exists(`${prefix}:{overrides}`)).toBe(0);
+    expect((await a.list()).entries).toEqual([]);
+    // The last override gone, the hash keeps its generation alone, with its TTL: a clear is told
+    // apart from a loss of the data by it.
+    const key = `${prefix}:{overrides}`;
+    expect(await redis().shared.hkeys(key)).toEqual(['#generation']);
+    expect(await redis().shared.pttl(key)).toBeGreaterThan(0);
   });
 
   it('keeps each prefix apart', async () => {
@@ -106,8 +109,8 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     const a = await source(one);
     const b = await source(two);
     await a.set({ policy: 'api', limit: { threshold: 1 } });
-    expect(await b.list()).toEqual([]);
-    expect(await a.list()).toHaveLength(1);
+    expect((await b.list()).entries).toEqual([]);
+    expect((await a.list()).entries).toHaveLength(1);
   });
 
   it('round-trips trackers of any characters', async () => {
@@ -116,13 +119,13 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     for (const [i, tracker] of trackers.entries()) {
       await a.set({ policy: 'p:{x}', tracker, limit: { threshold: i + 1 } });
     }
-    const listed = await a.list();
+    const listed = (await a.list()).entries;
     expect(listed.map((e) => [e.tracker, e.limit.threshold]).sort()).toEqual(
       trackers.map((t, i) => [t, i + 1]).sort(),
     );
     expect(listed.every((e) => e.policy === 'p:{x}')).toBe(true);
     for (const tracker of trackers) expect(await a.clear('p:{x}', tracker)).toBe(true);
-    expect(await a.list()).toEqual([]);
+    expect((await a.list()).entries).toEqual([]);
   });
 
   it('ends an override with a ttl on Redis time, and removes it from the hash', async () => {
@@ -133,12 +136,15 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     const left = await endsInMs(redis().shared, `${prefix}:{overrides}`, '["short"]');
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThanOrEqual(300);
-    const [short] = (await a.list()).filter((e) => e.policy === 'short');
+    const [short] = (await a.list()).entries.filter((e) => e.policy === 'short');
     expect(short.expiresInMs).toBeGreaterThan(0);
     expect(short.expiresInMs).toBeLessThanOrEqual(300);
     await sleep(400);
-    expect(await a.list()).toEqual([{ policy: 'lasting', limit: { threshold: 2 } }]);
-    expect(await redis().shared.hkeys(`${prefix}:{overrides}`)).toEqual(['["lasting"]']);
+    expect((await a.list()).entries).toEqual([{ policy: 'lasting', limit: { threshold: 2 } }]);
+    expect((await redis().shared.hkeys(`${prefix}:{overrides}`)).sort()).toEqual([
+      '#generation',
+      '["lasting"]',
+    ]);
   });
 
   it('refuses a ttl the hash could not take as its TTL, writing nothing', async () => {
@@ -186,7 +192,7 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
         }),
       ),
     );
-    const listed = await b.list();
+    const listed = (await b.list()).entries;
     expect(listed).toHaveLength(20);
     for (const { tracker, limit } of listed) {
       const j = Number(tracker!.slice(1));
@@ -212,7 +218,7 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
       expect(left).toBeLessThanOrEqual(10_000);
       expect(await admin.pttl(key)).toBeGreaterThan(9000);
       await sleep(300);
-      const [entry] = await a.list();
+      const [entry] = (await a.list()).entries;
       expect(entry.expiresInMs).toBeGreaterThan(8000);
       expect(entry.expiresInMs).toBeLessThanOrEqual(9700);
     } finally {
@@ -227,13 +233,13 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     const seen = await watching(b);
     await a.set({ policy: 'api', tracker: 'x', limit: { threshold: 3 }, ttlMs: 10_000 });
     await waitFor('the change told to b', 1000, async () => seen.calls > 0 || 'no call');
-    const listed = await b.list();
+    const listed = (await b.list()).entries;
     expect(listed).toMatchObject([{ policy: 'api', tracker: 'x', limit: { threshold: 3 } }]);
 
     seen.calls = 0;
     await a.clear('api', 'x');
     await waitFor('the clearing told to b', 1000, async () => seen.calls > 0 || 'no call');
-    expect(await b.list()).toEqual([]);
+    expect((await b.list()).entries).toEqual([]);
     // Clearing what is not there changes nothing, and tells nobody.
     seen.calls = 0;
     expect(await a.clear('api', 'x')).toBe(false);
@@ -251,7 +257,7 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
     b.watch(changed);
     await a.set({ policy: 'early', limit: { threshold: 5 } });
     await waitFor('a call', 5000, async () => seen.calls > 0 || 'no call');
-    expect(await b.list()).toEqual([{ policy: 'early', limit: { threshold: 5 } }]);
+    expect((await b.list()).entries).toEqual([{ policy: 'early', limit: { threshold: 5 } }]);
   });
 
   it(`subscribes again after its connection is killed${saysWhenBack ? ', and says so' : ''}`, async () => {
