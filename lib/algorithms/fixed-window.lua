@@ -19,8 +19,9 @@
 -- the count of the old window counts whole in the new current window if it was written since that
 -- window began (some of it may have been spent there, and one count cannot tell how much), and not
 -- at all if it was written before: a move alone never hands out a fresh quota, and what was
--- spent stops counting once a window starts after it was last counted. The next write stamps the
--- count with its own mark, in the current window. So that the count is there wherever it counts,
+-- spent stops counting once a window starts after it was last counted (to the second: a count
+-- written in the very second another anchor's window began, after it began, may read as written
+-- before it). The next write stamps the count with its own mark, in the current window. So that the count is there wherever it counts,
 -- a calendar key lives as long as a window that began by its mark can last: the unit's longest
 -- window (p.bounds[7], after the six starts) and a second (a mark may be up to a second past now),
 -- past its end if need be. A mark is read back as the one in the 2^23 seconds up to a day after
