@@ -3,7 +3,8 @@
  * on Redis through every client library, under a test clock. The usage counted before the change
  * counts in the new current window whenever it was last counted at or after that window's start,
  * and no longer once a window starts after it: no fresh quota for the change alone, no usage
- * charged past the window it may belong to. Through the store, and through RateLimitService.
+ * charged past the window it may belong to; requests at once under two anchors share one quota.
+ * Through the store, and through RateLimitService.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
@@ -161,6 +162,18 @@ describe.each(STORE_TARGETS)('a calendar anchor that changes, on %s', (target) =
       });
     });
   });
+
+  it.each<Algorithm>(['fixed-window', 'sliding-window-counter'])(
+    '%s: 40 requests at once, under the 5th and the 6th in turn, are allowed 5 in all',
+    async (algorithm) => {
+      const s = await setup('2026-11-20T12:00:00Z');
+      const days = ['2026-01-05', '2026-01-06'];
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => s.consume(quota(algorithm, 'month', days[i % 2]))),
+      );
+      expect(answers.filter((d) => d.allowed)).toHaveLength(5);
+    },
+  );
 
   describe('sliding counter', () => {
     const swc = (calendar: Unit, anchor: string) =>
