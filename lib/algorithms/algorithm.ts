@@ -10,6 +10,7 @@ export type Algorithm = RateAlgorithm | 'concurrency';
 
 /** One policy's parameters for one decision: microseconds and counts, as the scripts get them. */
 export interface Params {
+  /** The period; with `bounds`, the longest window of the calendar unit (how long keys live). */
   readonly periodUs: number;
   readonly limit: number;
   readonly burst: number;

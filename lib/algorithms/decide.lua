@@ -33,10 +33,11 @@
 --          request locks its key out from that moment: its state is replaced by the lock-out (see
 --          stand_in), and every request meanwhile is rejected without touching it (see `open`).
 --          A policy whose windows follow the calendar (fixed window and sliding counter only)
---          carries, in place of the period, six consecutive window starts in µs joined by
---          commas, "fw <b1>,<b2>,<b3>,<b4>,<b5>,<b6> <limit> ...": [b3, b4) holds the caller's
---          estimate of now, and the window that holds Redis's own is picked (see window_of).
---          The caller joins them once per window.
+--          carries, in place of the period, six consecutive window starts in µs and then its
+--          unit's longest window (µs), joined by commas, "fw <b1>,...,<b6>,<longest> <limit> ...":
+--          [b3, b4) holds the caller's estimate of now, and the window that holds Redis's own is
+--          picked (see window_of); the longest sets how long the keys live. The caller joins them
+--          once per window.
 -- keys[#argv - 1], when there is one more key than policies: the decision's id key (see
 --          once.lua). A decision that writes carries one, so that it never applies twice.
 --

@@ -6,18 +6,42 @@
 -- `limit` when they were not.
 -- Each function reads the window with window_of, whose first value, the moment to count at, stands
 -- in for `now` (they differ only when a calendar policy's bounds do not cover now).
+-- State: a hash { w = the start of the window written in (µs), c = its count, p = the count of
+-- the window before it }; for a calendar policy also t, when it was last written (µs), since
+-- windows by the calendar can change under a key (a customer's anchor or time zone moves). The
+-- rule of fixed-window.lua holds for both counts: each counts in the latest of this window and
+-- the previous one that began at or before the last moment its units can have been spent (t for
+-- c, just before w for p), and nowhere if neither did. With one anchor that is c in its own window
+-- and p in the one before; after a move, an old count is never dropped while it may hold units of
+-- the new windows, and never counted past them. A calendar key lives twice the unit's longest
+-- window (p.bounds[7]) after a write: c may count in a window that began at t, then in the next.
 
 ALGORITHMS.swc = {}
+
+-- Adds `units`, spent no later than `last`, to the window of now they count in.
+local function swc_place(units, last, start, before, current, previous)
+  if last >= start then
+    return current + units, previous
+  elseif last >= before then
+    return current, previous + units
+  end
+  return current, previous
+end
 
 -- This window's count and the previous one's; or, when the key is not a hash, only what stands
 -- there (see stand_in).
 function ALGORITHMS.swc.open(key, now, p)
   local _, start, _, before = window_of(now, p)
-  local stored = redis.pcall('HMGET', key, 'w', 'c', 'p')
+  local stored = redis.pcall('HMGET', key, 'w', 'c', 'p', 't')
   if stored.err then
     return stand_in(key)
   end
   local window, count = tonumber(stored[1]), tonumber(stored[2]) or 0
+  local last = tonumber(stored[4])
+  if p.bounds and window and last then
+    local current, previous = swc_place(count, last, start, before, 0, 0)
+    return nil, swc_place(tonumber(stored[3]) or 0, window - 1, start, before, current, previous)
+  end
   if window == start then
     return nil, count, tonumber(stored[3]) or 0
   elseif window == before then
@@ -58,9 +82,13 @@ end
 
 local function swc_write(key, now, p, slack, current, previous)
   local at, start, _, _, after = window_of(now, p)
-  redis.call('HSET', key, 'w', start, 'c', current, 'p', previous)
+  if p.bounds then
+    redis.call('HSET', key, 'w', start, 'c', current, 'p', previous, 't', at)
+  else
+    redis.call('HSET', key, 'w', start, 'c', current, 'p', previous)
+  end
   -- This window's count matters until the end of the next one, where it is the previous.
-  redis.call('PEXPIRE', key, ms(after - at) + slack)
+  redis.call('PEXPIRE', key, (p.bounds and ms(2 * p.bounds[7]) or ms(after - at)) + slack)
 end
 
 function ALGORITHMS.swc.commit(key, now, p, slack, current, previous)

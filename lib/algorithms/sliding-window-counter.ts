@@ -1,11 +1,15 @@
 import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
 import { type Window, windowOf } from './windows.js';
 
-/** The hash `{ w, c, p }`: the current window's start (µs), its count, the previous count. */
+/**
+ * The hash `{ w, c, p, t }`: the start (µs) of the window written in, its count, the count of the
+ * window before; for a calendar policy, when it was last written (µs).
+ */
 export interface TwoWindows {
   w: number;
   c: number;
   p: number;
+  t?: number;
 }
 
 interface Work {
@@ -15,6 +19,19 @@ interface Work {
 
 function read(state: TwoWindows | undefined, now: number, p: Params) {
   const window = windowOf(now, p);
+  if (p.bounds !== undefined && state?.t !== undefined) {
+    // The rule of `sliding-window-counter.lua`: each count in the latest window of now that began
+    // at or before the last moment its units can have been spent, if any.
+    const placed = { window, current: 0, previous: 0 };
+    for (const [units, last] of [
+      [state.c, state.t],
+      [state.p, state.w - 1],
+    ]) {
+      if (last >= window.start) placed.current += units;
+      else if (last >= window.previous) placed.previous += units;
+    }
+    return placed;
+  }
   if (state?.w === window.start) return { window, current: state.c, previous: state.p };
   if (state?.w === window.previous) return { window, current: 0, previous: state.c };
   return { window, current: 0, previous: 0 };
@@ -23,11 +40,15 @@ function read(state: TwoWindows | undefined, now: number, p: Params) {
 const weightedPrevious = ({ at, start, end }: Window, previous: number) =>
   (previous * (end - at)) / (end - start);
 
-/** The hash as `swc_write` leaves it, kept until the end of the next window. */
+/** The hash as `swc_write` leaves it, kept until the end of the next window (see the Lua for the calendar). */
 function stored(now: number, p: Params, current: number, previous: number) {
   const { at, start, next } = windowOf(now, p);
-  const state: TwoWindows = { w: start, c: current, p: previous };
-  return { state, expiresAtUs: now + ms(next - at) * 1000 };
+  const state: TwoWindows =
+    p.bounds === undefined
+      ? { w: start, c: current, p: previous }
+      : { w: start, c: current, p: previous, t: at };
+  const livesMs = p.bounds === undefined ? ms(next - at) : ms(2 * p.periodUs);
+  return { state, expiresAtUs: now + livesMs * 1000 };
 }
 
 /** Twin of `sliding-window-counter.lua`: the same float expressions in the same order. */

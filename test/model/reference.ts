@@ -30,6 +30,12 @@ export interface ModelPolicy {
 export interface Event {
   t: number;
   cost: number;
+  /**
+   * Windows by the calendar: the last moment these units can have been spent, as the key knows
+   * it (when it was last written; for units a sliding counter holds as its previous window's,
+   * just before its window began), `t` until a write says otherwise. See {@link placeOf}.
+   */
+  last?: number;
 }
 
 export interface ModelAnswer {
@@ -80,13 +86,44 @@ function slidingWindow(history: Event[], now: number, p: ModelPolicy, cost: numb
   };
 }
 
+/**
+ * Where units count, by the calendar, whatever windows they were counted in before (an anchor
+ * that moves): in the latest of the current window and the previous one that began at or before
+ * the last moment they can have been spent; nowhere if neither did. With one calendar, that is
+ * the window they were spent in.
+ */
+export function placeOf(e: Event, starts: readonly number[], now: number) {
+  const k = indexOf(starts, now);
+  const last = e.last ?? e.t;
+  return last >= starts[k] ? 'current' : last >= starts[k - 1] ? 'previous' : undefined;
+}
+
+/**
+ * What a write at `now` leaves a key's units, as the stores keep them: those of the current
+ * window last written now; those of the previous window, for the sliding counter, which keeps
+ * them, just before the current one began; the rest nowhere, whatever windows come later.
+ */
+export function restamp(history: Event[], p: ModelPolicy, now: number): void {
+  const starts = p.starts!;
+  const k = indexOf(starts, now);
+  const keepsPrevious = p.algorithm === 'sliding-window-counter';
+  for (const e of history) {
+    const place = placeOf(e, starts, now);
+    if (place === 'current') e.last = now;
+    else if (place === 'previous' && keepsPrevious) e.last = starts[k] - 1;
+    else e.last = -Infinity;
+  }
+}
+
 // Fixed window: the requests allowed in the clock-aligned (or calendar) window that holds `now`.
 function fixedWindow(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
   const { starts } = p;
   const windowOf = (t: number) =>
     starts === undefined ? Math.floor(t / p.periodUs) : indexOf(starts, t);
-  const inWindow = (at: number) => sum(history.filter((e) => windowOf(e.t) === windowOf(at)));
-  const count = inWindow(now);
+  const count =
+    starts === undefined
+      ? sum(history.filter((e) => windowOf(e.t) === windowOf(now)))
+      : sum(history.filter((e) => placeOf(e, starts, now) === 'current'));
   const horizon = ms(p.periodUs) + 1;
   const nextWindow = firstTrue(1, horizon, (d) => windowOf(now + d * 1000) !== windowOf(now));
   return {
@@ -114,8 +151,17 @@ function slidingWindowCounter(
     p.starts === undefined
       ? [now - (now % P) - P, now - (now % P), now - (now % P) + P, now - (now % P) + 2 * P]
       : p.starts.slice(k - 1, k + 3);
-  const current = sum(history.filter((e) => e.t >= start && e.t < end));
-  const previous = sum(history.filter((e) => e.t >= before && e.t < start));
+  const { starts } = p;
+  const [current, previous] =
+    starts === undefined
+      ? [
+          sum(history.filter((e) => e.t >= start && e.t < end)),
+          sum(history.filter((e) => e.t >= before && e.t < start)),
+        ]
+      : [
+          sum(history.filter((e) => placeOf(e, starts, now) === 'current')),
+          sum(history.filter((e) => placeOf(e, starts, now) === 'previous')),
+        ];
   const weighted = (previous * (end - now)) / (end - start);
   const allowed = cost <= p.limit && weighted + current + cost <= p.limit;
   let retryAfterMs = 0;
@@ -217,7 +263,12 @@ export class ReferenceModel {
       const retryAfterMs = allowed || v.allowed ? 0 : v.retryAfterMs;
       return { allowed: v.allowed, retryAfterMs, ...view };
     });
-    if (allowed) keys.forEach((key, i) => this.history(key).push({ t: now, cost: costs[i] }));
+    if (allowed) {
+      keys.forEach((key, i) => {
+        if (policies[i].starts !== undefined) restamp(this.history(key), policies[i], now);
+        this.history(key).push({ t: now, cost: costs[i] });
+      });
+    }
     return { allowed, answers };
   }
 

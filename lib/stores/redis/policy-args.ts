@@ -19,9 +19,9 @@ const calendarArgs = new WeakMap<ResolvedPolicy, CalendarArgs>();
 /**
  * A policy as the decision script reads it, one argument: `"<algorithm id> <period µs> <limit>
  * <burst> <lock-out µs> <cost>"` (see `decide.lua`), where a policy that follows the calendar has
- * its six window starts, joined by commas, in place of the period: those around `nowUs()`, the
- * store's estimate of Redis's clock, read only for such a policy. `blockUs` stands in for the
- * policy's lock-out.
+ * its six window starts, then its unit's longest window (µs, how long its keys live), joined by
+ * commas, in place of the period: the starts around `nowUs()`, the store's estimate of Redis's
+ * clock, read only for such a policy. `blockUs` stands in for the policy's lock-out.
  */
 export function policyArg(
   policy: ResolvedPolicy,
@@ -55,15 +55,20 @@ function calendarArg(
   // The same array while now stays in its window: the strings are built again only past its end.
   const bounds = policy.calendar!.bounds(nowUs);
   if (blockUs !== undefined && blockUs !== policy.blockUs) {
-    return `${headOf(policy, bounds.join(','), blockUs)}${cost}`;
+    return `${headOf(policy, windowsArg(policy, bounds), blockUs)}${cost}`;
   }
   let args = calendarArgs.get(policy);
   if (args === undefined || args.bounds !== bounds) {
-    const head = headOf(policy, bounds.join(','), policy.blockUs);
+    const head = headOf(policy, windowsArg(policy, bounds), policy.blockUs);
     args = { bounds, head, unitCost: `${head}1` };
     calendarArgs.set(policy, args);
   }
   return cost === 1 ? args.unitCost : `${args.head}${cost}`;
+}
+
+/** The six starts, then the longest window: a calendar policy's `periodUs`. */
+function windowsArg(policy: ResolvedPolicy, bounds: readonly number[]): string {
+  return `${bounds.join(',')},${policy.periodUs}`;
 }
 
 function headOf(p: ResolvedPolicy, period: number | string, blockUs: number): string {

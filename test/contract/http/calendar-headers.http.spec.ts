@@ -134,4 +134,22 @@ describe.each(STORE_KINDS)('calendar headers on the %s store', (kind) => {
       await app.close();
     }
   });
+
+  it("a customer's billing day that moves keeps the month's usage: a 429 until the new month ends", async () => {
+    const { app, get } = await setup('2026-11-20T12:00:00Z');
+    try {
+      const fifth = { 'x-anchor': '2026-01-05T00:00:00Z' };
+      for (let i = 0; i < 3; i++) expect((await get('/calendar/billing', fifth)).status).toBe(200);
+      // From the 6th, the month runs from Nov 6 to Dec 6, and the 3 were spent in it.
+      const moved = await get('/calendar/billing', { 'x-anchor': '2026-01-06T00:00:00Z' });
+      expect(moved.status).toBe(429);
+      expect(retryAfter(moved)).toBe(15 * DAY_S + 12 * HOUR_S);
+      expect(limitsOf(moved)).toEqual([{ name: 'monthly', r: 0, t: 15 * DAY_S + 12 * HOUR_S }]);
+      // Under the old day, its own month, to Dec 5.
+      const back = await get('/calendar/billing', fifth);
+      expect(retryAfter(back)).toBe(14 * DAY_S + 12 * HOUR_S);
+    } finally {
+      await app.close();
+    }
+  });
 });
