@@ -86,6 +86,12 @@ export class NodeHealthMap {
     private readonly logger: OutageLogger,
     /** Told of each change of a server's health (the telemetry). */
     private readonly onChange?: (change: HealthChange) => void,
+    /**
+     * Whether the keys whose decision last failed on a node are still decided there (the slot
+     * map of a cluster): such a node is never let go for want of traffic, only on its answer.
+     * Unknown (false) unless told.
+     */
+    private readonly decidesItsKeys: (health: NodeHealth) => boolean = () => false,
   ) {
     this.last = this.create('');
   }
@@ -218,7 +224,7 @@ export class NodeHealthMap {
   /**
    * Ends outages that another server's success makes moot: that of the unnamed node (a cluster
    * client failing before it knew its slot map) once it is quiet, and that of a server no
-   * decision has gone to for a while.
+   * decision has gone to for a while (see {@link letGoIfIdle}).
    */
   private letGoOfOthers(answered: NodeHealth, now: number): void {
     for (const health of this.inOutage) {
@@ -226,10 +232,20 @@ export class NodeHealthMap {
       if (health.name === '' && now - health.lastFailureAt >= STABLE_MS) {
         health.healthySince ??= now;
         this.recovered(health);
-      } else if (now - health.lastUsedAt >= IDLE_MS) {
-        this.letGo(health);
+      } else {
+        this.letGoIfIdle(health, now);
       }
     }
+  }
+
+  /**
+   * Ends the outage of a node no decision has gone to for {@link IDLE_MS} and whose keys are
+   * decided elsewhere now (its slots moved to another master), with the line that says so. A
+   * node that still decides its keys stays in its outage until it answers.
+   */
+  letGoIfIdle(health: NodeHealth, now: number): void {
+    if (health.outageSince === undefined || now - health.lastUsedAt < IDLE_MS) return;
+    if (!this.decidesItsKeys(health)) this.letGo(health);
   }
 
   /** Ends the outage of a node no decision goes to any more, with the line that says so. */

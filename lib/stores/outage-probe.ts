@@ -94,7 +94,11 @@ export class OutageProbe {
     const { primary, health, deadlines } = this.target;
     const limits = node.probeLimits;
     if (limits === undefined || !supports(primary, 'peek')) return;
-    if (nodeOf(primary, limits.keys) !== node.name) return;
+    if (nodeOf(primary, limits.keys) !== node.name) {
+      // Its keys are decided elsewhere now: nothing to ask it, and no reason to wait for it.
+      health.letGoIfIdle(node, performance.now());
+      return;
+    }
     if (!node.breaker.allow(performance.now())) return;
     const sent = this.target.nextSent();
     try {
@@ -112,7 +116,8 @@ function unasked(node: Readonly<NodeHealth>): ServerAnswer {
   return { reachable: false, error: NodeHealthMap.reason(node) };
 }
 
-function nodeOf(store: RateLimitStore, keys: readonly string[]): string {
+/** The node `store` sends a decision on `keys` to; '' where it cannot tell. */
+export function nodeOf(store: RateLimitStore, keys: readonly string[]): string {
   try {
     return store.nodeOf?.(keys) ?? '';
   } catch {

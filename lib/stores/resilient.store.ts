@@ -4,7 +4,7 @@ import { ForwardingStore } from './forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
 import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
-import { OutageProbe, type ServerAnswer } from './outage-probe.js';
+import { nodeOf, OutageProbe, type ServerAnswer } from './outage-probe.js';
 import { execute, type StoreCall, type StoreOperation, supports } from './store-call.js';
 import {
   type RateLimitDecision,
@@ -69,6 +69,8 @@ export class ResilientStore extends ForwardingStore {
       policy,
       options.logger,
       telemetry.enabled ? (change) => telemetry.storeState(change) : undefined,
+      (node) =>
+        node.probeLimits !== undefined && nodeOf(primary, node.probeLimits.keys) === node.name,
     );
     this.outageProbe = new OutageProbe({
       primary,

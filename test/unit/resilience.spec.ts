@@ -217,6 +217,24 @@ describe('per-node health', () => {
     ]);
   });
 
+  it('lets go of an idle node only once its keys are decided elsewhere, never of one that still decides them', () => {
+    const lines = new Lines();
+    const moved = new Set<string>();
+    const health = new NodeHealthMap('memory', lines, undefined, (node) => !moved.has(node.name));
+    const hung = health.of('a:1', 0);
+    health.failed(hung, 1, 0, boom, false);
+    const other = health.of('b:2', 0);
+    health.succeeded(other, 2, 60_000);
+    // No decision went to it for a minute, but its keys are still its own: it has not answered.
+    expect(health.degraded).toBe(true);
+    moved.add('a:1');
+    health.succeeded(other, 3, 60_001);
+    expect(health.degraded).toBe(false);
+    expect(lines.logs).toEqual([
+      'The rate-limit store has sent no decision to node a:1 for 10s; the fallback answered 0 decisions for it',
+    ]);
+  });
+
   // Every way an outage ends leaves its breaker closed: a report never shows an outage over
   // behind a breaker that still keeps decisions from its server.
   it('closes the breaker of a node it lets go, and of the unnamed node another one outlived', () => {
