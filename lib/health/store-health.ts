@@ -15,15 +15,22 @@ export type RateLimitHealthDetails = {
   library?: string;
   /** Redis only: decisions go out as FCALL of the loaded library, or as EVALSHA. */
   decisionsRunAs?: 'functions' | 'scripts';
-  /** Whether the store answers: a PING for Redis, the latest decisions for a custom store. */
+  /**
+   * Whether the store answers: for one Redis, its answer to the check's PING (while the breaker
+   * keeps calls away, whether it answered since its latest failure); on a cluster, the first
+   * master's; for a custom store, whether it is out of an outage.
+   */
   reachable: boolean;
   /** Redis only, when it answered: the PING's round trip in ms. */
   latencyMs?: number;
-  /** Why the store is unreachable. */
+  /** Why the store is unreachable: the PING's failure, or the latest one the store counted. */
   error?: string;
-  /** Whether decisions are answered without the store now, as `fallback` says. */
+  /**
+   * Whether a server is in an outage: from the failure that began it (its warning) until the
+   * server answered again (its recovery line). Meanwhile `fallback` answers what cannot reach it.
+   */
   degraded: boolean;
-  /** While degraded: since when (ISO 8601). */
+  /** While degraded: when the outage began (ISO 8601), the same at every read of it. */
   degradedSince?: string;
   /** What answers while degraded: the memory store, or every request allowed, or denied. */
   fallback?: StoreErrorPolicy;
@@ -31,7 +38,7 @@ export type RateLimitHealthDetails = {
   fallbackAnswers?: number;
   /** The circuit breaker; on a cluster, the worst of its masters'. */
   breaker?: BreakerState;
-  /** Servers failing now: 1 for a single server; on a cluster, how many masters. */
+  /** Servers in an outage now: 0 or 1 for a single server; on a cluster, how many masters. */
   failingNodes?: number;
 };
 
