@@ -5,7 +5,9 @@
  * A server not heard from since its latest failure is down until it answers, however long ago
  * that failure was: the report stays degraded with the same `degradedSince` and the outage's
  * whole `fallbackAnswers`, the check's own probe is what hears Redis come back, and the log has
- * one warning and one recovery line. The fields agree with each other at every read.
+ * one warning and one recovery line. The fields agree with each other at every read. Then the
+ * outage that begins as the application starts without Redis, which ends with its connection line
+ * and leaves no breaker open behind it.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
@@ -15,13 +17,15 @@ import {
   RateLimitService,
   type RedisConnection,
 } from '../../lib/index.js';
+import { createClient } from 'redis';
 import { CLIENT_KINDS } from '../support/clients.js';
+import { type TestRedis } from '../support/redis-server.js';
 import { useRedis } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 import { CapturingLogger, createLimiterApp, sleep } from '../fault/traffic.js';
 
 // Generous, so that a busy machine's stall is not taken for an outage of its own.
-const TIMEOUT_MS = 250;
+const TIMEOUT_MS = 500;
 const POLICY = { period: '1h', threshold: 1_000_000 } as const;
 
 /**
@@ -130,5 +134,68 @@ describe.each(CLIENT_KINDS)('a quiet outage, %s', (kind) => {
     expect(recoveries[0]).toContain('the fallback answered 3 decisions meanwhile');
     // And decisions are shared through Redis again.
     expect((await limiter.consume('quiet-after', POLICY)).degraded).toBeUndefined();
+  });
+});
+
+/** Ways to hand the module a connection it must open itself, in the background. */
+const UNOPENED: Array<[label: string, connect: (redis: TestRedis) => Promise<RedisConnection>]> = [
+  ['ioredis from a URL', async (redis) => redis.url],
+  [
+    'node-redis, handed over unconnected',
+    async (redis) =>
+      createClient({
+        url: redis.url,
+        socket: { reconnectStrategy: (attempt: number) => Math.min(50 * (attempt + 1), 250) },
+      }) as unknown as RedisConnection,
+  ],
+  [
+    'glide with lazyConnect',
+    (redis) => redis.connect('glide', { lazyConnect: true }) as Promise<RedisConnection>,
+  ],
+];
+
+describe.each(UNOPENED)('an outage from startup, %s', (_label, connect) => {
+  const redis = useRedis('redis');
+  let app: INestApplication | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('ends with its connection line, the breaker closed with it', async () => {
+    await redis().kill('SIGKILL');
+    const logger = new CapturingLogger();
+    app = await createLimiterApp({ redis: await connect(redis()), timeout: TIMEOUT_MS }, logger);
+    const indicator = app.get(RateLimitHealthIndicator);
+    const limiter = app.get(RateLimitService);
+    const read = async () => {
+      const d = (await indicator.isHealthy('rate-limit'))['rate-limit'];
+      expectCoherent(d);
+      return d;
+    };
+    // Enough failures to open the breaker.
+    for (let i = 0; i < 3; i++) {
+      expect((await limiter.consume(`boot-${i}`, POLICY)).degraded).toBe('memory');
+    }
+    const down = await read();
+    expect(down).toMatchObject({ reachable: false, degraded: true, fallbackAnswers: 3 });
+
+    await redis().restart();
+    // No decision is made: the connection, or the check's probe, ends the outage.
+    await waitFor('a recovered report', 15_000, async () => {
+      const d = await read();
+      return !d.degraded || JSON.stringify(d);
+    });
+    expect(await read()).toMatchObject({ degraded: false, breaker: 'closed', failingNodes: 0 });
+    expect(logger.warnings.filter((w) => w.startsWith('Redis is unreachable'))).toHaveLength(1);
+    const connected = logger.messages.filter((m) => m.startsWith('Redis connected after'));
+    expect(connected).toHaveLength(1);
+    expect(connected[0]).toContain('the fallback answered 3 decisions meanwhile');
+    expect(logger.messages.filter((m) => m.includes('recovered'))).toEqual([]);
+    await waitFor('a decision in Redis', 10_000, async () => {
+      const decision = await limiter.consume('boot-after', POLICY);
+      return decision.degraded === undefined || JSON.stringify(decision);
+    });
   });
 });
