@@ -70,9 +70,11 @@ export class NodeHealth {
  * bounded. A failure counts against a server only when nothing it answered shows it alive: a
  * decision that fails while its server answers decisions sent after it (a slot half-way through a
  * migration, which the client retried until the deadline) falls back alone. Logs one warning
- * when a server's outage begins and one line when it has answered for {@link STABLE_MS} without
- * a failure, with how many decisions the fallback answered meanwhile, however the failures and
- * successes alternate in between.
+ * when a server's outage begins and one line when it ends, with how many decisions the fallback
+ * answered meanwhile, however the failures and successes alternate in between. An outage ends on
+ * evidence only: an answer of its server {@link STABLE_MS} after its latest failure, the client's
+ * connection for the one that began at startup, or its keys decided on another node; a server not
+ * heard from since its latest failure stays in it. Every end closes the server's breaker.
  */
 export class NodeHealthMap {
   private readonly nodes = new Map<string, NodeHealth>();
@@ -197,8 +199,8 @@ export class NodeHealthMap {
   }
 
   /**
-   * The client has connected (it has answered its handshake): ends the outage that began at
-   * startup, if it is still on.
+   * The client has connected (it says it is ready): ends the outage that began at startup, if it
+   * is still on.
    */
   connected(now: number): void {
     const health = this.atStart;
