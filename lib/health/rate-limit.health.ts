@@ -4,13 +4,9 @@ import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { ForwardingStore } from '../stores/forwarding-store.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
-import { ResilientStore } from '../stores/resilient.store.js';
+import { ResilientStore, type ServerAnswer } from '../stores/resilient.store.js';
 import { RateLimitStore } from '../stores/store.interface.js';
-import {
-  type Reachability,
-  type RateLimitHealthDetails,
-  resilienceDetails,
-} from './store-health.js';
+import { type RateLimitHealthDetails, resilienceDetails } from './store-health.js';
 
 export type { RateLimitHealthDetails } from './store-health.js';
 
@@ -20,15 +16,14 @@ export type RateLimitHealthResult<Key extends string = string> = Record<
   RateLimitHealthDetails
 >;
 
-/** The longest a health check waits for Redis to answer its PING. */
-export const HEALTH_PING_TIMEOUT_MS = 500;
-
 /**
  * A health indicator for `@nestjs/terminus` (11 or later), which the module provides and
- * exports. It reports the store in use, whether it answers (for Redis, a PING bounded by
- * {@link HEALTH_PING_TIMEOUT_MS}, made by the check itself: requests never pay for it), whether
- * a fallback answers decisions meanwhile and since when, the circuit breaker, how many servers
- * fail, and whether decisions run as functions or scripts.
+ * exports. It reports the store in use, whether it answers (for Redis, a PING bounded by the
+ * module's `timeout`, made by the check itself: requests never pay for it), whether a fallback
+ * answers decisions meanwhile and since when, the circuit breaker, how many servers fail, and
+ * whether decisions run as functions or scripts. A server in an outage stays failing until it
+ * answers: when no decision is asking it, the check does, as the breaker's probe would (one
+ * probe at a time, within the timeout), and its answer ends the outage as a decision's would.
  *
  * It is `up` while decisions are answered, by the store or by a fallback that answers them
  * (`onStoreError: 'memory'` or `'allow'`, the degradation then in its details), and `down`
@@ -60,10 +55,8 @@ export class RateLimitHealthIndicator {
   private readonly kind: string;
   private readonly resilient: ResilientStore | undefined;
   private readonly redis: RedisStore | undefined;
-  /** When a PING first went unanswered, while none has been answered since. */
-  private unreachableSince: number | undefined;
-  /** The PING in flight: checks that arrive meanwhile share it. */
-  private probing: Promise<Reachability> | undefined;
+  /** A cluster's PING in flight (it only says whether one master answers): checks share it. */
+  private pinging: Promise<ServerAnswer> | undefined;
 
   constructor(
     @Inject(RateLimitStore) store: RateLimitStore,
@@ -105,15 +98,13 @@ export class RateLimitHealthIndicator {
     if (resilient === undefined) {
       return { status: 'up', store: this.kind, reachable: true, degraded: false };
     }
-    const probe = this.redis === undefined ? undefined : await this.probe();
-    const now = performance.now();
-    const state = resilienceDetails(
-      resilient.servers(),
-      probe,
-      this.options.onStoreError,
-      now,
-      this.unreachableSince,
-    );
+    // The store asks its servers and counts their answers; a cluster's PING is reported beside.
+    const [answer, clusterPing] = await Promise.all([
+      resilient.probe(),
+      this.redis?.isCluster === true ? this.pingCluster() : undefined,
+    ]);
+    const probe = answer ?? clusterPing;
+    const state = resilienceDetails(resilient.servers());
     const details: RateLimitHealthDetails = {
       status: state.degraded && state.fallback === 'deny' ? 'down' : 'up',
       store: this.kind,
@@ -135,20 +126,17 @@ export class RateLimitHealthIndicator {
     return details;
   }
 
-  /** PINGs Redis, once for checks that arrive together; notes when it stopped answering. */
-  private probe(): Promise<Reachability> {
-    this.probing ??= this.ping().then((probe) => {
-      this.probing = undefined;
-      if (probe.reachable) this.unreachableSince = undefined;
-      else this.unreachableSince ??= performance.now();
-      return probe;
+  /** PINGs a cluster's first master, once for checks that arrive together. */
+  private pingCluster(): Promise<ServerAnswer> {
+    this.pinging ??= this.ping().finally(() => {
+      this.pinging = undefined;
     });
-    return this.probing;
+    return this.pinging;
   }
 
-  private async ping(): Promise<Reachability> {
+  private async ping(): Promise<ServerAnswer> {
     try {
-      const latencyMs = await this.redis!.ping(HEALTH_PING_TIMEOUT_MS);
+      const latencyMs = await this.redis!.ping(this.options.timeout);
       return { reachable: true, latencyMs: Math.round(latencyMs * 10) / 10 };
     } catch (error) {
       return { reachable: false, error: error instanceof Error ? error.message : String(error) };

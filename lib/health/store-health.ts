@@ -1,6 +1,6 @@
 import { type BreakerState } from '../stores/circuit-breaker.js';
-import { type NodeHealth, STABLE_MS } from '../stores/node-health.js';
-import { type StoreErrorHandler, type StoreErrorPolicy } from '../stores/store.interface.js';
+import { type NodeHealth } from '../stores/node-health.js';
+import { type StoreErrorPolicy } from '../stores/store.interface.js';
 
 /**
  * What {@link RateLimitHealthIndicator} reports under its key, in the shape of a Terminus
@@ -15,15 +15,22 @@ export type RateLimitHealthDetails = {
   library?: string;
   /** Redis only: decisions go out as FCALL of the loaded library, or as EVALSHA. */
   decisionsRunAs?: 'functions' | 'scripts';
-  /** Whether the store answers: a PING for Redis, the latest decisions for a custom store. */
+  /**
+   * Whether the store answers: for one Redis, its answer to the check's PING (while the breaker
+   * keeps calls away, whether it answered since its latest failure); on a cluster, the first
+   * master's; for a custom store, whether it is out of an outage.
+   */
   reachable: boolean;
   /** Redis only, when it answered: the PING's round trip in ms. */
   latencyMs?: number;
-  /** Why the store is unreachable. */
+  /** Why the store is unreachable: the PING's failure, or the latest one the store counted. */
   error?: string;
-  /** Whether decisions are answered without the store now, as `fallback` says. */
+  /**
+   * Whether a server is in an outage: from the failure that began it (its warning) until the
+   * server answered again (its recovery line). Meanwhile `fallback` answers what cannot reach it.
+   */
   degraded: boolean;
-  /** While degraded: since when (ISO 8601). */
+  /** While degraded: when the outage began (ISO 8601), the same at every read of it. */
   degradedSince?: string;
   /** What answers while degraded: the memory store, or every request allowed, or denied. */
   fallback?: StoreErrorPolicy;
@@ -31,74 +38,54 @@ export type RateLimitHealthDetails = {
   fallbackAnswers?: number;
   /** The circuit breaker; on a cluster, the worst of its masters'. */
   breaker?: BreakerState;
-  /** Servers failing now: 1 for a single server; on a cluster, how many masters. */
+  /** Servers in an outage now: 0 or 1 for a single server; on a cluster, how many masters. */
   failingNodes?: number;
 };
-
-/** Whether the primary store answered the health check's own probe, when it can be asked. */
-export interface Reachability {
-  readonly reachable: boolean;
-  readonly latencyMs?: number;
-  readonly error?: string;
-}
 
 const BREAKER_ORDER: readonly BreakerState[] = ['closed', 'half_open', 'open'];
 const STRICTNESS: readonly StoreErrorPolicy[] = ['allow', 'memory', 'deny'];
 
 /**
- * The resilience part of the report, from what the store knows of each server and, for Redis,
- * the probe just made. A server is failing while it is in an outage and failed within
- * {@link STABLE_MS} (the rule by which the store itself ends an outage), or while the probe gets
- * no answer: so the report follows Redis going away and coming back even when no decision is
- * made meanwhile to tell the store.
+ * The resilience part of the report, from what the store knows of each server: a server is
+ * failing for the whole of its outage, from the failure that began it (its warning) until it has
+ * answered again (its recovery line). The check's own probe, made just before, is one more call
+ * the store counted, so the record is as fresh as the check can make it. The fields agree at
+ * every read: `degraded` ⇔ `failingNodes > 0` ⇔ `degradedSince`, `fallback` and `fallbackAnswers`
+ * are present; a breaker that is not closed belongs to a server in an outage, so `breaker` other
+ * than `'closed'` ⇒ `degraded`.
  */
 export function resilienceDetails(
   servers: Iterable<Readonly<NodeHealth>>,
-  probe: Reachability | undefined,
-  onStoreError: StoreErrorPolicy | StoreErrorHandler,
-  now: number,
-  unreachableSince: number | undefined,
 ): Pick<
   RateLimitHealthDetails,
   'degraded' | 'degradedSince' | 'fallback' | 'fallbackAnswers' | 'breaker' | 'failingNodes'
 > {
   let breaker: BreakerState = 'closed';
-  let unnamed: Readonly<NodeHealth> | undefined;
   const failing: Array<Readonly<NodeHealth>> = [];
   for (const server of servers) {
     const state = server.breaker.state;
     if (BREAKER_ORDER.indexOf(state) > BREAKER_ORDER.indexOf(breaker)) breaker = state;
-    if (server.name === '') unnamed = server;
-    if (server.outageSince === undefined) continue;
-    // Without a probe of its own, the store's record is all there is to go by.
-    if (probe === undefined || now - server.lastFailureAt < STABLE_MS) failing.push(server);
+    if (server.outageSince !== undefined) failing.push(server);
   }
-  const unreachable = probe !== undefined && !probe.reachable;
-  if (failing.length === 0 && !unreachable) return { degraded: false, breaker, failingNodes: 0 };
+  if (failing.length === 0) return { degraded: false, breaker, failingNodes: 0 };
 
-  let since = unreachable ? unreachableSince : undefined;
+  let since = Infinity;
   let fallbackAnswers = 0;
   for (const server of failing) {
-    since = Math.min(since ?? Infinity, server.outageSince!);
+    since = Math.min(since, server.outageSince!);
     fallbackAnswers += server.fallbackAnswers;
   }
-  // A handler's choice is known once a decision has failed; until then the store's own default.
-  const policies = failing.map((server) => server.policy);
-  if (policies.length === 0) {
-    policies.push(
-      typeof onStoreError === 'function' ? (unnamed?.policy ?? 'memory') : onStoreError,
-    );
-  }
-  const fallback = policies.reduce((a, b) =>
-    STRICTNESS.indexOf(b) > STRICTNESS.indexOf(a) ? b : a,
-  );
+  // A handler's choice is that of each server's latest failure.
+  const fallback = failing
+    .map((server) => server.policy)
+    .reduce((a, b) => (STRICTNESS.indexOf(b) > STRICTNESS.indexOf(a) ? b : a));
   return {
     degraded: true,
-    degradedSince: since === undefined ? undefined : wallClock(since),
+    degradedSince: wallClock(since),
     fallback,
     fallbackAnswers,
     breaker,
-    failingNodes: Math.max(failing.length, 1),
+    failingNodes: failing.length,
   };
 }
 

@@ -72,7 +72,11 @@ export function createStore(
       maxBytes: options.maxMemoryBytes,
       maxKeys: options.maxMemoryKeys,
     }));
-  const guard = (primary: RateLimitStore, ownsPrimary: boolean) =>
+  const guard = (
+    primary: RateLimitStore,
+    ownsPrimary: boolean,
+    ping?: (withinMs: number) => Promise<number>,
+  ) =>
     new ResilientStore(primary, {
       timeoutMs: options.timeout,
       onStoreError: options.onStoreError,
@@ -80,6 +84,7 @@ export function createStore(
       ownsPrimary,
       logger,
       telemetry,
+      ping,
     });
   // Outermost, so a flooding key costs neither a store call nor a deadline.
   const cached = (guarded: ResilientStore): RateLimitStore =>
@@ -106,7 +111,9 @@ export function createStore(
     overrides: () => new MemoryOverrideSource(clock),
   });
   const linked = (primary: RedisStore, owner: ClientOwner, ownsPrimary: boolean): StoreHandle => {
-    const guarded = guard(primary, ownsPrimary);
+    // A cluster's PING goes to one master, which says nothing of the others.
+    const ping = primary.isCluster ? undefined : (ms: number) => primary.ping(ms);
+    const guarded = guard(primary, ownsPrimary, ping);
     const link = new RedisLink(primary, guarded, owner, logger);
     const active = cached(guarded);
     return {

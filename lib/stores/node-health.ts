@@ -1,4 +1,5 @@
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.js';
+import { type Limits } from './store-call.js';
 import { type StoreErrorPolicy } from './store.interface.js';
 import { isError } from './errors.js';
 
@@ -8,7 +9,11 @@ export interface OutageLogger {
   log(message: string): void;
 }
 
-/** An outage is over once its node has gone this long without a failure (seen on a success). */
+/**
+ * An outage is over once its node has gone this long without a failure, seen on an answer of that
+ * node (a decision's, or a health check's probe): a node not heard from since its latest failure
+ * is down, however long ago that was.
+ */
 export const STABLE_MS = 1000;
 // A node in outage that no decision has been sent to for this long (its slots moved to another
 // master, say) is let go, so that `degraded` does not stay true for a node nobody uses.
@@ -41,6 +46,10 @@ export class NodeHealth {
   /** Decisions the fallback answered for this node since its outage began. */
   fallbackAnswers = 0;
   lastUsedAt = 0;
+  /** What the latest failure counted against this node was. */
+  lastError: unknown;
+  /** The limits of the latest decision that failed here: what a probe of this node asks about. */
+  probeLimits: Limits | undefined;
 
   constructor(
     /** `host:port` of a Cluster master; '' for a single server, or a node not known yet. */
@@ -61,9 +70,11 @@ export class NodeHealth {
  * bounded. A failure counts against a server only when nothing it answered shows it alive: a
  * decision that fails while its server answers decisions sent after it (a slot half-way through a
  * migration, which the client retried until the deadline) falls back alone. Logs one warning
- * when a server's outage begins and one line when it has answered for {@link STABLE_MS} without
- * a failure, with how many decisions the fallback answered meanwhile, however the failures and
- * successes alternate in between.
+ * when a server's outage begins and one line when it ends, with how many decisions the fallback
+ * answered meanwhile, however the failures and successes alternate in between. An outage ends on
+ * evidence only: an answer of its server {@link STABLE_MS} after its latest failure, the client's
+ * connection for the one that began at startup, or its keys decided on another node; a server not
+ * heard from since its latest failure stays in it. Every end closes the server's breaker.
  */
 export class NodeHealthMap {
   private readonly nodes = new Map<string, NodeHealth>();
@@ -77,6 +88,12 @@ export class NodeHealthMap {
     private readonly logger: OutageLogger,
     /** Told of each change of a server's health (the telemetry). */
     private readonly onChange?: (change: HealthChange) => void,
+    /**
+     * Whether the keys whose decision last failed on a node are still decided there (the slot
+     * map of a cluster): such a node is never let go for want of traffic, only on its answer.
+     * Unknown (false) unless told.
+     */
+    private readonly decidesItsKeys: (health: NodeHealth) => boolean = () => false,
   ) {
     this.last = this.create('');
   }
@@ -100,6 +117,16 @@ export class NodeHealthMap {
   /** Every server known, for health reports: not to be changed by the reader. */
   all(): IterableIterator<Readonly<NodeHealth>> {
     return this.nodes.values();
+  }
+
+  /** The servers in an outage now, for a probe to ask. */
+  outages(): NodeHealth[] {
+    return [...this.inOutage];
+  }
+
+  /** The record of `node` if there is one, without marking it as used (a probe is no decision). */
+  known(node: string): NodeHealth | undefined {
+    return this.nodes.get(node);
   }
 
   /** Decision number `sent` succeeded on `health`'s server. */
@@ -133,6 +160,7 @@ export class NodeHealthMap {
     health.breaker.failure(now);
     health.lastFailureAt = now;
     health.healthySince = undefined;
+    health.lastError = error;
     if (health.outageSince !== undefined) return;
     health.outageSince = now;
     health.fallbackAnswers = 0;
@@ -144,6 +172,13 @@ export class NodeHealthMap {
     );
   }
 
+  /** Why `health`'s server counts as failing: its latest failure, as the outage warning names it. */
+  static reason(health: Readonly<NodeHealth>): string | undefined {
+    const error = health.lastError;
+    if (error === undefined) return undefined;
+    return isError(error) ? error.message : String(error);
+  }
+
   /**
    * The store could not be reached as the application started: an outage of the server (or of a
    * cluster's unnamed node) from `now`, warned about once here instead of by the first decision
@@ -153,6 +188,7 @@ export class NodeHealthMap {
     if (health.outageSince !== undefined) return;
     health.outageSince = now;
     health.lastFailureAt = now;
+    health.lastError = reason;
     health.fallbackAnswers = 0;
     this.inOutage.add(health);
     this.onChange?.('degraded');
@@ -162,22 +198,27 @@ export class NodeHealthMap {
     );
   }
 
-  /** The client has connected: ends the outage that began at startup, if it is still on. */
+  /**
+   * The client has connected (it says it is ready): ends the outage that began at startup, if it
+   * is still on.
+   */
   connected(now: number): void {
     const health = this.atStart;
-    this.atStart = undefined;
-    if (health?.outageSince === undefined) return;
-    const seconds = ((now - health.outageSince) / 1000).toFixed(1);
-    this.logger.log(
-      `Redis connected after ${seconds}s: rate limits are shared through Redis from now on; the fallback answered ${health.fallbackAnswers} decisions meanwhile`,
-    );
-    this.endOutage(health);
+    if (health?.outageSince === undefined) {
+      this.atStart = undefined;
+      return;
+    }
+    health.healthySince ??= now;
+    this.recovered(health);
   }
 
+  /** Ends `health`'s outage with its one line: the startup outage's own, or the recovery. */
   private recovered(health: NodeHealth): void {
     const seconds = ((health.healthySince! - health.outageSince!) / 1000).toFixed(1);
     this.logger.log(
-      `The rate-limit store recovered${on(health)} after ${seconds}s; the fallback answered ${health.fallbackAnswers} decisions meanwhile`,
+      health === this.atStart
+        ? `Redis connected after ${seconds}s: rate limits are shared through Redis from now on; the fallback answered ${health.fallbackAnswers} decisions meanwhile`
+        : `The rate-limit store recovered${on(health)} after ${seconds}s; the fallback answered ${health.fallbackAnswers} decisions meanwhile`,
     );
     this.endOutage(health);
   }
@@ -185,7 +226,7 @@ export class NodeHealthMap {
   /**
    * Ends outages that another server's success makes moot: that of the unnamed node (a cluster
    * client failing before it knew its slot map) once it is quiet, and that of a server no
-   * decision has gone to for a while.
+   * decision has gone to for a while (see {@link letGoIfIdle}).
    */
   private letGoOfOthers(answered: NodeHealth, now: number): void {
     for (const health of this.inOutage) {
@@ -193,17 +234,39 @@ export class NodeHealthMap {
       if (health.name === '' && now - health.lastFailureAt >= STABLE_MS) {
         health.healthySince ??= now;
         this.recovered(health);
-      } else if (now - health.lastUsedAt >= IDLE_MS) {
-        this.logger.log(
-          `The rate-limit store has sent no decision to node ${health.name} for ${IDLE_MS / 1000}s; the fallback answered ${health.fallbackAnswers} decisions for it`,
-        );
-        this.endOutage(health);
+      } else {
+        this.letGoIfIdle(health, now);
       }
     }
   }
 
+  /**
+   * Ends the outage of a node no decision has gone to for {@link IDLE_MS} and whose keys are
+   * decided elsewhere now (its slots moved to another master), with the line that says so. A
+   * node that still decides its keys stays in its outage until it answers.
+   */
+  letGoIfIdle(health: NodeHealth, now: number): void {
+    if (health.outageSince === undefined || now - health.lastUsedAt < IDLE_MS) return;
+    if (!this.decidesItsKeys(health)) this.letGo(health);
+  }
+
+  /** Ends the outage of a node no decision goes to any more, with the line that says so. */
+  private letGo(health: NodeHealth): void {
+    this.logger.log(
+      `The rate-limit store has sent no decision to node ${health.name} for ${IDLE_MS / 1000}s; the fallback answered ${health.fallbackAnswers} decisions for it`,
+    );
+    this.endOutage(health);
+  }
+
+  /**
+   * Every end of an outage goes through here, after its one line. The breaker closes with it
+   * (it is closed already after an answer; a node let go, or the startup outage ended by the
+   * connection, may have left it open), so that no report shows an outage over behind a breaker
+   * that still keeps decisions from the server.
+   */
   private endOutage(health: NodeHealth): void {
     if (health === this.atStart) this.atStart = undefined;
+    health.breaker.success();
     health.outageSince = undefined;
     health.healthySince = undefined;
     this.inOutage.delete(health);
@@ -229,8 +292,9 @@ export class NodeHealthMap {
       }
     }
     if (victim === undefined) return;
+    // Its outage ends with a line, like any other: no warning is left without one.
+    if (victim.outageSince !== undefined) this.letGo(victim);
     this.nodes.delete(victim.name);
-    this.inOutage.delete(victim);
   }
 }
 

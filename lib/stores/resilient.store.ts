@@ -4,6 +4,7 @@ import { ForwardingStore } from './forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
 import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
+import { nodeOf, OutageProbe, type ServerAnswer } from './outage-probe.js';
 import { execute, type StoreCall, type StoreOperation, supports } from './store-call.js';
 import {
   type RateLimitDecision,
@@ -15,6 +16,7 @@ import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-t
 import { isError } from './errors.js';
 
 export type { OutageLogger } from './node-health.js';
+export type { ServerAnswer } from './outage-probe.js';
 
 export interface ResilientStoreOptions {
   /** Longest wait for the primary store, in ms. */
@@ -31,6 +33,11 @@ export interface ResilientStoreOptions {
   logger: OutageLogger;
   /** Told of each call to the primary store and of each change of its health. */
   telemetry?: RateLimitTelemetry;
+  /**
+   * PINGs the primary store's one server within `withinMs` (a single Redis), for health checks;
+   * absent where there is no one server to ask.
+   */
+  ping?: (withinMs: number) => Promise<number>;
 }
 
 /**
@@ -48,6 +55,7 @@ export class ResilientStore extends ForwardingStore {
   /** Numbers decisions in the order they are sent, to tell which a server answered last. */
   private sent = 0;
   private readonly telemetry: RateLimitTelemetry;
+  private readonly outageProbe: OutageProbe;
 
   constructor(
     primary: RateLimitStore,
@@ -61,7 +69,16 @@ export class ResilientStore extends ForwardingStore {
       policy,
       options.logger,
       telemetry.enabled ? (change) => telemetry.storeState(change) : undefined,
+      (node) =>
+        node.probeLimits !== undefined && nodeOf(primary, node.probeLimits.keys) === node.name,
     );
+    this.outageProbe = new OutageProbe({
+      primary,
+      health: this.health,
+      deadlines: this.deadlines,
+      nextSent: () => ++this.sent,
+      ping: options.ping,
+    });
   }
 
   /** The store guarded: Redis, or a custom store. */
@@ -124,6 +141,7 @@ export class ResilientStore extends ForwardingStore {
       const failedAt = performance.now();
       this.telemetry.storeCall(call.op, false, now, failedAt);
       node.policy = this.choosePolicy(error, node);
+      node.probeLimits = call.limits;
       this.health.failed(node, sent, failedAt, error, isMovingSlot(error));
       return this.answer(node, call);
     }
@@ -167,6 +185,15 @@ export class ResilientStore extends ForwardingStore {
    */
   servers(): Iterable<Readonly<NodeHealth>> {
     return this.health.all();
+  }
+
+  /**
+   * For health checks: asks the servers no decision is hearing from whether they answer (the one
+   * server always, and each in an outage), as the breaker's probe would, and counts the answers
+   * as decisions' (see {@link OutageProbe}). Resolves with what the one server's PING met.
+   */
+  probe(): Promise<ServerAnswer | undefined> {
+    return this.outageProbe.ask();
   }
 
   /**

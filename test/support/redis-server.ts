@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { type RedisClient } from '../../lib/index.js';
 import { type ClientKind, closeClient, openClient, type OpenOptions } from './clients.js';
-import { externalServer, freePort, spawnRedisServer, stopProcess } from './redis-process.js';
+import {
+  externalServer,
+  freePort,
+  isRunning,
+  spawnRedisServer,
+  stopProcess,
+} from './redis-process.js';
 
 export { freePort };
 
@@ -25,6 +31,11 @@ export interface TestRedis {
   connect(kind: ClientKind, options?: OpenOptions): Promise<RedisClient>;
   /** Kills the server process (fault tests); not allowed on the `REDIS_URL` server. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /**
+   * Freezes the process (`SIGSTOP`) or lets it run again (`SIGCONT`): its sockets stay open, and
+   * nothing answers. Not allowed on the `REDIS_URL` server.
+   */
+  freeze(frozen: boolean): void;
   /** Starts the server again on the same port, empty. */
   restart(): Promise<void>;
   stop(): Promise<void>;
@@ -69,6 +80,9 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
       client: client(external),
       connect: connect(external),
       kill: refuse,
+      freeze: () => {
+        throw new Error('fault tests need a private redis-server; unset REDIS_URL');
+      },
       restart: refuse,
       stop: async () => void (await closeClients()),
     };
@@ -88,10 +102,15 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
     client: client(url),
     connect: connect(url),
     kill: (signal = 'SIGKILL') => stopProcess(proc, signal),
+    freeze: (frozen) => {
+      if (isRunning(proc)) proc.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+    },
     restart: async () => {
       proc = await spawnRedisServer(port, dir, extraArgs, 'REDIS_URL');
     },
     stop: async () => {
+      // A frozen server would not hear the SIGTERM.
+      if (isRunning(proc)) proc.kill('SIGCONT');
       await closeClients();
       await stopProcess(proc);
       rmSync(dir, { recursive: true, force: true });

@@ -216,4 +216,85 @@ describe('per-node health', () => {
       'The rate-limit store has sent no decision to node a:1 for 10s; the fallback answered 0 decisions for it',
     ]);
   });
+
+  it('lets go of an idle node only once its keys are decided elsewhere, never of one that still decides them', () => {
+    const lines = new Lines();
+    const moved = new Set<string>();
+    const health = new NodeHealthMap('memory', lines, undefined, (node) => !moved.has(node.name));
+    const hung = health.of('a:1', 0);
+    health.failed(hung, 1, 0, boom, false);
+    const other = health.of('b:2', 0);
+    health.succeeded(other, 2, 60_000);
+    // No decision went to it for a minute, but its keys are still its own: it has not answered.
+    expect(health.degraded).toBe(true);
+    moved.add('a:1');
+    health.succeeded(other, 3, 60_001);
+    expect(health.degraded).toBe(false);
+    expect(lines.logs).toEqual([
+      'The rate-limit store has sent no decision to node a:1 for 10s; the fallback answered 0 decisions for it',
+    ]);
+  });
+
+  // Every way an outage ends leaves its breaker closed: a report never shows an outage over
+  // behind a breaker that still keeps decisions from its server.
+  it('closes the breaker of a node it lets go, and of the unnamed node another one outlived', () => {
+    const lines = new Lines();
+    const health = new NodeHealthMap('memory', lines);
+    const unnamed = health.of('', 0);
+    for (let sent = 1; sent <= 3; sent++) health.failed(unnamed, sent, sent, boom, false);
+    const gone = health.of('a:1', 10);
+    for (let sent = 4; sent <= 6; sent++) health.failed(gone, sent, 10, boom, false);
+    expect([unnamed.breaker.state, gone.breaker.state]).toEqual(['open', 'open']);
+    health.succeeded(health.of('b:2', 10_010), 7, 10_010);
+    expect([unnamed.breaker.state, gone.breaker.state]).toEqual(['closed', 'closed']);
+    expect(health.degraded).toBe(false);
+    expect(lines.warnings).toHaveLength(2);
+    expect(lines.logs).toHaveLength(2);
+  });
+
+  it('keeps a node that has not answered since its failure in its outage, however long ago', () => {
+    const lines = new Lines();
+    const health = new NodeHealthMap('memory', lines);
+    const a = health.of('', 0);
+    health.failed(a, 1, 0, boom, false);
+    expect(health.degraded).toBe(true);
+    // An answer a minute later, and only then, ends it.
+    health.succeeded(a, 2, 60_000);
+    expect(health.degraded).toBe(false);
+    expect(lines.logs).toEqual([
+      'The rate-limit store recovered after 60.0s; the fallback answered 0 decisions meanwhile',
+    ]);
+  });
+
+  it('ends the startup outage with one connection line, and closes its breaker', () => {
+    const lines = new Lines();
+    const health = new NodeHealthMap('memory', lines);
+    const a = health.of('', 0);
+    health.unreachableAtStart(a, 0, 'connect ECONNREFUSED');
+    for (let sent = 1; sent <= 3; sent++) {
+      health.failed(a, sent, sent * 100, boom, false);
+      a.fallbackAnswers++;
+    }
+    expect(a.breaker.state).toBe('open');
+    health.connected(5000);
+    expect([a.breaker.state, health.degraded]).toEqual(['closed', false]);
+    health.succeeded(a, 4, 5001);
+    health.connected(6000);
+    expect(lines.warnings).toHaveLength(1);
+    expect(lines.logs).toEqual([
+      'Redis connected after 5.0s: rate limits are shared through Redis from now on; the fallback answered 3 decisions meanwhile',
+    ]);
+  });
+
+  it('ends a startup outage that an answer ends first with the connection line, once', () => {
+    const lines = new Lines();
+    const health = new NodeHealthMap('memory', lines);
+    const a = health.of('', 0);
+    health.unreachableAtStart(a, 0, 'connect ECONNREFUSED');
+    health.succeeded(a, 1, 2000);
+    health.connected(2100);
+    expect(lines.logs).toEqual([
+      'Redis connected after 2.0s: rate limits are shared through Redis from now on; the fallback answered 0 decisions meanwhile',
+    ]);
+  });
 });

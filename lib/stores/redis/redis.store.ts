@@ -125,6 +125,11 @@ export class RedisStore extends OperationStore {
     return this.scripts.ready();
   }
 
+  /** Whether the client is a cluster's: decisions go to the master of their keys' slot. */
+  get isCluster(): boolean {
+    return this.scripts.nodeOf !== undefined;
+  }
+
   /** Whether decisions go out as FCALL (else as EVALSHA). */
   get usesFunctions(): boolean {
     return this.runner.usesFunctions;
