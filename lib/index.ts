@@ -57,7 +57,12 @@ export {
 } from './stores/store.interface.js';
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';
-export { UserFunctionTimeoutError, type UserFunction } from './route/user-functions.js';
+export { StoreCallError } from './stores/store-failure.js';
+export {
+  UserFunctionError,
+  UserFunctionTimeoutError,
+  type UserFunction,
+} from './route/user-functions.js';
 export {
   type MemoryPolicy,
   RedisStore,

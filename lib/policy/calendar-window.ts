@@ -94,9 +94,9 @@ class ZoneCalendarWindow implements CalendarWindow {
     readonly anchorMs: number | undefined,
   ) {
     zoneFormatter(timeZone); // an unknown zone throws here, not on a request
-    if (anchorMs !== undefined && !Number.isFinite(anchorMs)) {
-      throw new RangeError(`anchor must be finite ms, got ${anchorMs}`);
-    }
+    // Here too, not only in parseAnchor: no window could be computed from such an anchor, and a
+    // store call that failed for it would be taken for a failing store.
+    if (anchorMs !== undefined) checkAnchorRange(anchorMs, 'calendarWindow');
     this.rule = startRule(unit, anchorMs === undefined ? undefined : wallAt(timeZone, anchorMs));
   }
 
@@ -152,8 +152,8 @@ const cached = new Map<string, Map<number | undefined, CalendarWindow>>();
  * or day of the month), at midnight without one. Instances are shared: the same arguments give
  * the same object while it stays among the last 10,000 anchors made for its unit and zone, so a
  * route whose anchor depends on the request keeps each customer's bounds cached. `timeZone` must
- * be one `Intl` knows (see {@link checkTimeZone}); an unknown one, or an anchor that is not a
- * finite number, throws a `RangeError`.
+ * be one `Intl` knows (see {@link checkTimeZone}), else it throws a `RangeError`; an anchor outside
+ * {@link ANCHOR_RANGE} throws a `RateLimitConfigError`.
  *
  * @example
  * ```ts
@@ -212,8 +212,16 @@ export function checkTimeZone(value: unknown, where: string): string {
   throw configError(where, 'timeZone', value, "an IANA time zone name such as 'Europe/Berlin'");
 }
 
-// The range of `Date`: ±100,000,000 days around the epoch.
-const MAX_DATE_MS = 8.64e15;
+/**
+ * The anchors a calendar can start its windows from, in ms since the epoch: the years 1 to 9999
+ * in UTC, about those an ISO string names. Near the ends of `Date`'s own range (±100,000,000
+ * days) an anchor's wall time in a zone hours away is no date at all, and no window could be
+ * computed from it.
+ */
+export const ANCHOR_RANGE = {
+  minMs: wallMs(1, 1, 1),
+  maxMs: wallMs(10_000, 1, 1) - 1,
+} as const;
 const ISO_DATE =
   /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?(Z|([+-])(\d{2}):?(\d{2}))?$/i;
 
@@ -233,11 +241,22 @@ export function parseAnchor(value: unknown, where: string, timeZone = 'UTC'): nu
   if (value instanceof Date) ms = value.getTime();
   else if (typeof value === 'number') ms = value;
   else if (typeof value === 'string') ms = parseIsoDate(value.trim(), timeZone);
-  if (!Number.isSafeInteger(ms) || Math.abs(ms) > MAX_DATE_MS) {
+  if (!Number.isSafeInteger(ms)) {
     const shown = value instanceof Date ? String(value) : value;
     throw configError(where, 'anchor', shown, 'a Date, an ISO date string or ms since the epoch');
   }
-  return ms;
+  return checkAnchorRange(ms, where, value);
+}
+
+/**
+ * `ms` if it lies in {@link ANCHOR_RANGE}; else throws naming the range and `value`, the anchor as
+ * given (a `Date` shown as its ISO string).
+ */
+function checkAnchorRange(ms: number, where: string, value: unknown = ms): number {
+  if (ms >= ANCHOR_RANGE.minMs && ms <= ANCHOR_RANGE.maxMs) return ms;
+  const shown = value instanceof Date && Number.isFinite(ms) ? value.toISOString() : value;
+  const [from, to] = [ANCHOR_RANGE.minMs, ANCHOR_RANGE.maxMs].map((m) => new Date(m).toISOString());
+  throw configError(where, 'anchor', shown, `a date between ${from} and ${to}`);
 }
 
 /** An ISO 8601 date, with or without a time and an offset, in ms; NaN if it is not one. */

@@ -2,7 +2,7 @@ import { type WarningLogger, warnIfAuthenticatedLate } from './auth-order-warnin
 import { encodeKeyPart, standInKeyPart } from './route-keys.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { isPromise } from './policy-template.js';
-import { EXPIRED, type FunctionBound } from './user-functions.js';
+import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';
 import { type RouteCall } from './route-plan.js';
 
 /**
@@ -24,7 +24,7 @@ export function moduleTracker(
     if (!plan.warned.authOrder) warnIfAuthenticatedLate(call, logger);
     return encodeKeyPart(transport.tracker(context, ipv6Subnet));
   }
-  const value: unknown = getTracker(context);
+  const value: unknown = callUserFunction(getTracker, 'getTracker', context, plan.where);
   if (!isPromise(value)) return encodeKeyPart(checkTracker(value, plan.place));
   return bound
     .settle(value, 'getTracker', context, plan.where)

@@ -15,7 +15,7 @@ import { checkCount, checkName, configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { checkScopedRoute } from './route-scope.js';
 import { checkRouteFields } from './route-fields.js';
-import { EXPIRED, type Expired, type FunctionBound } from './user-functions.js';
+import { callUserFunction, EXPIRED, type Expired, type FunctionBound } from './user-functions.js';
 
 import {
   type CountMode,
@@ -198,9 +198,14 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
     cost: costValue,
     where,
     resolve(context, bound, route) {
-      let p: unknown = typeof period === 'function' ? period(context) : period;
-      let t: unknown = typeof threshold === 'function' ? threshold(context) : threshold;
-      let a: unknown = typeof anchor === 'function' ? anchor(context) : anchor;
+      let p: unknown =
+        typeof period === 'function' ? callUserFunction(period, 'period', context, route) : period;
+      let t: unknown =
+        typeof threshold === 'function'
+          ? callUserFunction(threshold, 'threshold', context, route)
+          : threshold;
+      let a: unknown =
+        typeof anchor === 'function' ? callUserFunction(anchor, 'anchor', context, route) : anchor;
       if (!isPromise(p) && !isPromise(t) && !isPromise(a)) return resolveWith(p, t, a);
       if (isPromise(p)) p = settled(bound.settle(p, 'period', context, route));
       if (isPromise(t)) t = settled(bound.settle(t, 'threshold', context, route));
@@ -223,7 +228,7 @@ export function resolveCost(
 ): number | Promise<number> {
   const { cost, where } = template;
   if (typeof cost === 'number') return cost;
-  const value: unknown = cost(context);
+  const value: unknown = callUserFunction(cost, 'cost', context, route);
   return isPromise(value)
     ? settled(bound.settle(value, 'cost', context, route)).then((v) => checkCost(v, where))
     : checkCost(value, where);

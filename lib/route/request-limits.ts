@@ -6,7 +6,7 @@ import { type Limits } from '../stores/store-call.js';
 import { isPromise, resolveCost } from './policy-template.js';
 import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';
 import { policyTrackerPart, RouteKeys } from './route-keys.js';
-import { EXPIRED, type FunctionBound } from './user-functions.js';
+import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';
 import { type OverrideRegistry } from '../overrides/override-registry.js';
 
 // Each policy's tracker as a key part, filled in only when an override for one tracker needs it.
@@ -174,7 +174,7 @@ export class RequestLimits {
     own: RouteFeatures['trackers'][number],
   ): Promise<string | undefined> {
     if (own === undefined) return undefined;
-    let value: unknown = own(context);
+    let value: unknown = callUserFunction(own, 'tracker', context, plan.where);
     if (isPromise(value)) value = await this.bound.settle(value, 'tracker', context, plan.where);
     return policyTrackerPart(value === EXPIRED ? undefined : value, plan.where);
   }

@@ -1,4 +1,5 @@
-import { type ExecutionContext } from '@nestjs/common';
+import { type ExecutionContext, HttpException } from '@nestjs/common';
+import { isError } from '../stores/errors.js';
 import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { Deadlines } from '../stores/deadlines.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
@@ -26,6 +27,54 @@ export class UserFunctionTimeoutError extends Error {
     readonly timeoutMs: number,
   ) {
     super(`${fn} did not settle within ${timeoutMs}ms for ${where}`);
+  }
+}
+
+/**
+ * A function of yours threw, or its promise rejected: the call fails with this error, which names
+ * the function and the route; `cause` is what was thrown. Never taken for a store failure.
+ */
+export class UserFunctionError extends Error {
+  override readonly name = 'UserFunctionError';
+  constructor(
+    readonly fn: UserFunction,
+    /** E.g. `@RateLimit on ItemsController.list`. */
+    readonly where: string,
+    cause: unknown,
+  ) {
+    const thrown = isError(cause) ? `${cause.name}: ${cause.message}` : String(cause);
+    super(`${where}: ${fn} threw ${thrown}`, { cause });
+  }
+}
+
+/**
+ * What the call fails with when a function of yours throws `error`: a {@link UserFunctionError},
+ * save for an exception Nest answers by itself (an `HttpException`, or a `WsException` or
+ * `RpcException`, known by their `getError`), which a function may throw on purpose, as a guard
+ * may, to turn the call away with it.
+ */
+export function userFunctionError(fn: UserFunction, where: string, error: unknown): unknown {
+  if (error instanceof HttpException || error instanceof UserFunctionError) return error;
+  if (isError(error) && typeof (error as { getError?: unknown }).getError === 'function') {
+    return error;
+  }
+  return new UserFunctionError(fn, where, error);
+}
+
+/**
+ * Calls a function of yours with the call's context; what it throws fails the call as
+ * {@link userFunctionError} says.
+ */
+export function callUserFunction<T>(
+  f: (context: ExecutionContext) => T,
+  fn: UserFunction,
+  context: ExecutionContext,
+  where: string,
+): T {
+  try {
+    return f(context);
+  } catch (error) {
+    throw userFunctionError(fn, where, error);
   }
 }
 
@@ -124,7 +173,7 @@ export class UserFunctionBounds implements FunctionBound {
     where: string,
   ): Promise<T | Expired> {
     return this.deadlines.race(value).catch((error: unknown) => {
-      if (error !== EXPIRY) throw error;
+      if (error !== EXPIRY) throw userFunctionError(fn, where, error);
       this.expire(fn, context, where);
       return EXPIRED;
     });

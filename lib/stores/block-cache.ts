@@ -5,6 +5,7 @@ import { ForwardingStore } from './forwarding-store.js';
 import { execute, type StoreCall } from './store-call.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from './store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
+import { isStoreFailure } from './store-failure.js';
 
 /** What this instance knows of a key the store has rejected. */
 interface HotKey {
@@ -141,7 +142,9 @@ export class BlockCacheStore extends ForwardingStore {
     try {
       decision = await execute(this.inner, call);
     } catch (error) {
-      if (hot !== undefined) this.forget(id, hot, true);
+      // The calls waiting on this one get `onStoreError` only when the store failed; after an
+      // error of this call's own, each asks for itself.
+      if (hot !== undefined) this.forget(id, hot, isStoreFailure(error));
       throw error;
     }
     if (hot !== undefined) hot.inFlight--;

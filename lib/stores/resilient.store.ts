@@ -14,6 +14,7 @@ import {
 } from './store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { isError } from './errors.js';
+import { isStoreFailure } from './store-failure.js';
 
 export type { OutageLogger } from './node-health.js';
 export type { ServerAnswer } from './outage-probe.js';
@@ -117,7 +118,10 @@ export class ResilientStore extends ForwardingStore {
     );
   }
 
-  /** Asks the primary store within the timeout, and answers by `onStoreError` when it fails. */
+  /**
+   * Asks the primary store within the timeout, and answers by `onStoreError` when it fails. An
+   * error of the call's own (see {@link isStoreFailure}) rejects that call alone.
+   */
   private async guarded(call: StoreCall): Promise<RateLimitDecision> {
     const primary = this.inner;
     // A store that lacks the method is a mistake to report, not an outage to fall back from.
@@ -140,6 +144,12 @@ export class ResilientStore extends ForwardingStore {
     } catch (error) {
       const failedAt = performance.now();
       this.telemetry.storeCall(call.op, false, now, failedAt);
+      if (!isStoreFailure(error)) {
+        // The call's own error, its caller's to see: the server stays as healthy as it was (if
+        // this call was the breaker's probe, the next may probe), and no fallback answers it.
+        node.breaker.release();
+        throw error;
+      }
       node.policy = this.choosePolicy(error, node);
       node.probeLimits = call.limits;
       this.health.failed(node, sent, failedAt, error, isMovingSlot(error));

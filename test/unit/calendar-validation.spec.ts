@@ -1,6 +1,12 @@
 /** The checks a calendar policy's fields pass when it is resolved: calendar, timeZone, anchor. */
 import { describe, expect, it } from '@jest/globals';
-import { checkCalendar, checkTimeZone, parseAnchor } from '../../lib/policy/calendar-window.js';
+import {
+  ANCHOR_RANGE,
+  calendarWindow,
+  checkCalendar,
+  checkTimeZone,
+  parseAnchor,
+} from '../../lib/policy/calendar-window.js';
 import { RateLimitConfigError } from '../../lib/policy/validation.js';
 
 const where = '@RateLimit on X.m';
@@ -98,11 +104,60 @@ describe('parseAnchor', () => {
     [new Date(NaN), '"Invalid Date"'],
     [NaN, 'NaN'],
     [1.5, '1.5'],
-    [9e15, '9000000000000000'],
     [{}, '{}'],
   ])('rejects %p, naming the field and the value', (value, shown) => {
     expect(errorOf(() => parseAnchor(value, where)).message).toBe(
       `${where}: anchor must be a Date, an ISO date string or ms since the epoch, got ${shown}`,
+    );
+  });
+});
+
+describe('the range of anchors', () => {
+  const range = 'a date between 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z';
+  const { minMs, maxMs } = ANCHOR_RANGE;
+
+  it.each([
+    ['the first instant of the range', minMs, 'UTC'],
+    ['the last instant of the range', maxMs, 'UTC'],
+    ['the first, as an ISO string', '0001-01-01T00:00Z', 'UTC'],
+    ['the last, as an ISO string', '9999-12-31T23:59:59.999Z', 'UTC'],
+  ])('accepts %s', (_, value, timeZone) => {
+    expect(parseAnchor(value, where, timeZone)).toBeGreaterThanOrEqual(minMs);
+  });
+
+  it.each([
+    ['the first Date', new Date(-8.64e15), '"-271821-04-20T00:00:00.000Z"'],
+    ['the last Date', new Date(8.64e15), '"+275760-09-13T00:00:00.000Z"'],
+    ['a ms before the range', minMs - 1, String(minMs - 1)],
+    ['a ms after the range', maxMs + 1, String(maxMs + 1)],
+    ['ms past the end of Date', 9e15, '9000000000000000'],
+    ['a date of year 0', '0000-06-01', '"0000-06-01"'],
+    // The first day of the range as Tokyo's wall time: hours before the range in UTC.
+    ['a local time whose instant is before the range', '0001-01-01T00:00', '"0001-01-01T00:00"'],
+  ])('rejects %s, naming the range and the value', (_, value, shown) => {
+    expect(errorOf(() => parseAnchor(value, where, 'Asia/Tokyo')).message).toBe(
+      `${where}: anchor must be ${range}, got ${shown}`,
+    );
+  });
+
+  it.each(['day', 'week', 'month'] as const)(
+    'computes %s windows from either end of the range, in zones far from UTC',
+    (unit) => {
+      const now = Date.UTC(2026, 6, 15, 12) * 1000;
+      for (const zone of ['Pacific/Kiritimati', 'Pacific/Pago_Pago', 'America/New_York']) {
+        for (const anchor of [minMs, maxMs]) {
+          const bounds = calendarWindow(unit, zone, anchor).bounds(now);
+          expect(bounds.every(Number.isFinite)).toBe(true);
+          expect(bounds[2]).toBeLessThanOrEqual(now);
+          expect(bounds[3]).toBeGreaterThan(now);
+        }
+      }
+    },
+  );
+
+  it('refuses an anchor outside the range where windows are made, before any is computed', () => {
+    expect(errorOf(() => calendarWindow('month', 'America/New_York', -8.64e15)).message).toBe(
+      `calendarWindow: anchor must be ${range}, got -8640000000000000`,
     );
   });
 });

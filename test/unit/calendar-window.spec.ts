@@ -9,6 +9,7 @@ import {
   type CalendarUnit,
   calendarWindow,
 } from '../../lib/policy/calendar-window.js';
+import { RateLimitConfigError } from '../../lib/policy/validation.js';
 import { DAY, HOUR, instantOf, localTime } from '../support/local-time.js';
 
 /**
@@ -240,7 +241,7 @@ describe('CalendarWindow.bounds', () => {
 
   it('refuses a zone Intl does not know, an anchor or a now that is not a number', () => {
     expect(() => calendarWindow('day', 'Mars/Olympus_Mons')).toThrow(RangeError);
-    expect(() => calendarWindow('day', 'UTC', NaN)).toThrow(RangeError);
+    expect(() => calendarWindow('day', 'UTC', NaN)).toThrow(RateLimitConfigError);
     expect(() => calendarWindow('month', 'UTC').bounds(NaN)).toThrow(RangeError);
   });
 });

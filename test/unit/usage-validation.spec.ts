@@ -56,6 +56,19 @@ describe('@RateLimit validation of calendar windows', () => {
         onMethod({ algorithm: 'fixed-window', calendar: 'month', anchor: '2026-02-30' }),
       ).message,
     ).toMatch(/^@RateLimit on X\.m: anchor must be .*, got "2026-02-30"$/);
+    // A Date no window can be computed from: the range is in the message.
+    expect(
+      decorationError(
+        onMethod({
+          algorithm: 'fixed-window',
+          calendar: 'month',
+          timeZone: 'America/New_York',
+          anchor: new Date(-8.64e15),
+        }),
+      ).message,
+    ).toBe(
+      '@RateLimit on X.m: anchor must be a date between 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, got "-271821-04-20T00:00:00.000Z"',
+    );
     expect(
       decorationError(onMethod({ algorithm: 'gcra' as never, calendar: 'month', anchor: () => 0 }))
         .message,

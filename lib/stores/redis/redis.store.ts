@@ -18,6 +18,7 @@ import { DecisionRunner } from './decision-runner.js';
 import { giveBackIfRun, ReconnectWaiters, sendResending } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
+import { callsOwnError } from '../store-failure.js';
 
 export type { MemoryPolicy, RedisStoreOptions } from './redis-store-options.js';
 
@@ -234,7 +235,12 @@ export class RedisStore extends OperationStore {
 
   /** Decides `call` in Redis: one atomic script call over all of its policies. */
   execute(call: StoreCall): Promise<RateLimitDecision> {
-    const encoded = encodeCall(call);
+    let encoded: EncodedCall | undefined;
+    try {
+      encoded = encodeCall(call);
+    } catch (error) {
+      return Promise.reject(callsOwnError(error, 'encode the call'));
+    }
     // A release or renewal of a decision that took no lease: nothing to do.
     if (encoded === undefined) return Promise.resolve(call.of!);
     return this.decide(call.limits, encoded, call.correction);
@@ -254,15 +260,9 @@ export class RedisStore extends OperationStore {
     // Only where Redis refuses TIME in scripts: its clock is read once per connection.
     if (this.callerClock.inUse) await this.callerClock.fresh();
     const { keys, policies } = limits;
-    const costs = encoded.costs ?? limits.costs;
     const n = keys.length;
-    const args = new Array<string>(2 + n);
     const sentAt = performance.now();
-    args[0] = opArg(encoded);
-    args[1] = this.clockArg(sentAt, correction);
-    for (let i = 0; i < n; i++) {
-      args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs, this.redisNowUs);
-    }
+    const args = this.argsOf(limits, encoded, sentAt, correction);
     // A decision that applies something carries an id (its own, or its batch's), so that no copy
     // of it applies again.
     const job = this.batcher.job(scriptFor(policies), keys, args, encoded.applies && n > 0);
@@ -296,8 +296,36 @@ export class RedisStore extends OperationStore {
     }
     // After the policies' answers: the time, then the lease id if one was taken.
     const at = 1 + 4 * n;
-    this.deadline?.observe(reply[at]);
-    return decisionFromReply(reply, policies);
+    try {
+      this.deadline?.observe(reply[at]);
+      return decisionFromReply(reply, policies);
+    } catch (error) {
+      throw callsOwnError(error, "read Redis's reply");
+    }
+  }
+
+  /**
+   * The decision's arguments: the operation, the clock, then each policy (a calendar's window
+   * starts computed here). What fails here is the call's own error, not Redis's.
+   */
+  private argsOf(
+    { policies, costs: callCosts }: Limits,
+    encoded: EncodedCall,
+    sentAt: number,
+    correction?: true,
+  ): string[] {
+    try {
+      const costs = encoded.costs ?? callCosts;
+      const args = new Array<string>(2 + policies.length);
+      args[0] = opArg(encoded);
+      args[1] = this.clockArg(sentAt, correction);
+      for (let i = 0; i < policies.length; i++) {
+        args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs, this.redisNowUs);
+      }
+      return args;
+    } catch (error) {
+      throw callsOwnError(error, 'build the decision');
+    }
   }
 
   private get notConnected(): StoreNotConnectedError {
