@@ -1,4 +1,4 @@
-import { Deadlines } from './deadlines.js';
+import { Deadlines, StoreTimeoutError } from './deadlines.js';
 import { answerFor, answerWithout, DENY_RETRY_MS } from './degraded.store.js';
 import { ForwardingStore } from './forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
@@ -13,6 +13,7 @@ import {
 } from './store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { isError } from './errors.js';
+import { StoreLateError } from './redis/answer-deadline.js';
 
 export type { OutageLogger } from './node-health.js';
 
@@ -48,6 +49,8 @@ export class ResilientStore extends ForwardingStore {
   /** Numbers decisions in the order they are sent, to tell which a server answered last. */
   private sent = 0;
   private readonly telemetry: RateLimitTelemetry;
+  /** The PING out to each server whose decision got no answer in time (see `failedUnlessAlive`). */
+  private readonly pings = new Map<NodeHealth, { readonly asked: number; done: Promise<void> }>();
 
   constructor(
     primary: RateLimitStore,
@@ -124,13 +127,51 @@ export class ResilientStore extends ForwardingStore {
       const failedAt = performance.now();
       this.telemetry.storeCall(call.op, false, now, failedAt);
       node.policy = this.choosePolicy(error, node);
-      this.health.failed(node, sent, failedAt, error, isMovingSlot(error));
+      if (notAnsweredInTime(error) && node.name !== '' && node.answeredUpTo <= sent) {
+        this.failedUnlessAlive(node, sent, error);
+      } else {
+        this.health.failed(node, sent, failedAt, error, isMovingSlot(error));
+      }
       return this.answer(node, call);
     }
     const answeredAt = performance.now();
     this.telemetry.storeCall(call.op, true, now, answeredAt);
     this.health.succeeded(node, sent, answeredAt);
     return decision;
+  }
+
+  /**
+   * Decision number `sent` got no answer in time from a cluster node (or reached Redis only after
+   * its deadline), and nothing the node
+   * answered since shows it alive: the node is asked (a PING, within the timeout) before the
+   * failure counts against it. A master holding a slot half-way through a migration answers,
+   * while the client retries the decision on that slot (ioredis and GLIDE retry `TRYAGAIN` by
+   * themselves, for longer than any timeout): the decision falls back alone, and the master's
+   * other keys stay on Redis. A frozen or unreachable master does not answer, and the failure
+   * counts. One PING per node at a time answers for every decision sent before it.
+   */
+  private failedUnlessAlive(node: NodeHealth, sent: number, error: unknown): void {
+    const pingNode = this.inner.pingNode?.bind(this.inner);
+    if (pingNode === undefined) {
+      this.health.failed(node, sent, performance.now(), error, false);
+      return;
+    }
+    let ping = this.pings.get(node);
+    if (ping === undefined || ping.asked < sent) {
+      const asked = ++this.sent;
+      const check = { asked, done: Promise.resolve() };
+      check.done = Promise.resolve()
+        .then(() => pingNode(node.name, this.options.timeoutMs))
+        .then(
+          () => this.health.answered(node, asked),
+          () => {},
+        )
+        .finally(() => {
+          if (this.pings.get(node) === check) this.pings.delete(node);
+        });
+      this.pings.set(node, (ping = check));
+    }
+    void ping.done.then(() => this.health.failed(node, sent, performance.now(), error, false));
   }
 
   /**
@@ -243,6 +284,14 @@ export class ResilientStore extends ForwardingStore {
       this.options.logger.warn(`${problem}; 'memory' answers instead`);
     }
   }
+}
+
+/**
+ * No answer came in time (or Redis reached the decision only after its caller stopped waiting):
+ * the server, or only this decision, was held up.
+ */
+function notAnsweredInTime(error: unknown): boolean {
+  return error instanceof StoreTimeoutError || error instanceof StoreLateError;
 }
 
 /** The operations on a request decided before, which go where that request was counted. */
