@@ -142,9 +142,8 @@ export class ResilientStore extends ForwardingStore {
 
   /**
    * Decision number `sent` got no answer in time from a cluster node (or reached Redis only after
-   * its deadline), and nothing the node
-   * answered since shows it alive: the node is asked (a PING, within the timeout) before the
-   * failure counts against it. A master holding a slot half-way through a migration answers,
+   * its deadline), and nothing the node answered since shows it alive: the node is asked (a PING,
+   * within the timeout) before the failure counts against it. A master holding a slot half-way through a migration answers,
    * while the client retries the decision on that slot (ioredis and GLIDE retry `TRYAGAIN` by
    * themselves, for longer than any timeout): the decision falls back alone, and the master's
    * other keys stay on Redis. A frozen or unreachable master does not answer, and the failure
