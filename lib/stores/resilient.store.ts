@@ -50,7 +50,7 @@ export class ResilientStore extends ForwardingStore {
   private sent = 0;
   private readonly telemetry: RateLimitTelemetry;
   /** The PING out to each server whose decision got no answer in time (see `failedUnlessAlive`). */
-  private readonly pings = new Map<NodeHealth, { readonly asked: number; done: Promise<void> }>();
+  private readonly pings = new Map<NodeHealth, NodePing>();
 
   constructor(
     primary: RateLimitStore,
@@ -155,22 +155,33 @@ export class ResilientStore extends ForwardingStore {
       this.health.failed(node, sent, performance.now(), error, false);
       return;
     }
-    let ping = this.pings.get(node);
-    if (ping === undefined || ping.asked < sent) {
-      const asked = ++this.sent;
-      const check = { asked, done: Promise.resolve() };
-      check.done = Promise.resolve()
-        .then(() => pingNode(node.name, this.options.timeoutMs))
-        .then(
-          () => this.health.answered(node, asked),
-          () => {},
-        )
-        .finally(() => {
-          if (this.pings.get(node) === check) this.pings.delete(node);
-        });
-      this.pings.set(node, (ping = check));
+    const pending = this.pings.get(node);
+    if (pending !== undefined && pending.asked > sent) {
+      pending.waiting.push({ sent, error });
+      return;
     }
-    void ping.done.then(() => this.health.failed(node, sent, performance.now(), error, false));
+    const ping: NodePing = {
+      asked: ++this.sent,
+      waiting: [{ sent, error }],
+      answersBefore: node.fallbackAnswers,
+    };
+    this.pings.set(node, ping);
+    const judge = () => {
+      if (this.pings.get(node) === ping) this.pings.delete(node);
+      const [inOutage, answered] = [node.outageSince !== undefined, node.fallbackAnswers];
+      for (const failed of ping.waiting) {
+        this.health.failed(node, failed.sent, performance.now(), failed.error, false);
+      }
+      // What the fallback answered for the node while it was asked belongs to the outage that
+      // these failures begin, which counts its answers from zero.
+      if (!inOutage && node.outageSince !== undefined) {
+        node.fallbackAnswers += answered - ping.answersBefore;
+      }
+    };
+    Promise.resolve()
+      .then(() => pingNode(node.name, this.options.timeoutMs))
+      .then(() => this.health.answered(node, ping.asked))
+      .then(judge, judge);
   }
 
   /**
@@ -283,6 +294,14 @@ export class ResilientStore extends ForwardingStore {
       this.options.logger.warn(`${problem}; 'memory' answers instead`);
     }
   }
+}
+
+/** A PING to a server, numbered as the decisions are, and the failures it will judge. */
+interface NodePing {
+  readonly asked: number;
+  readonly waiting: Array<{ readonly sent: number; readonly error: unknown }>;
+  /** The node's `fallbackAnswers` when the first of them failed. */
+  readonly answersBefore: number;
 }
 
 /**
