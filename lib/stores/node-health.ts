@@ -141,6 +141,11 @@ export class NodeHealthMap {
     if (this.inOutage.size > 0) this.letGoOfOthers(health, now);
   }
 
+  /** Something numbered `sent` in the decisions' order (a PING) was answered by `health`'s server. */
+  answered(health: NodeHealth, sent: number): void {
+    if (sent > health.answeredUpTo) health.answeredUpTo = sent;
+  }
+
   /**
    * Decision number `sent` failed on `health`'s server. `decisionOnly` says the error concerns
    * that decision alone (a slot being migrated), not its server.

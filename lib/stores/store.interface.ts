@@ -173,6 +173,14 @@ export interface RateLimitStore {
    * ```
    */
   nodeOf?(keys: readonly string[]): string;
+  /**
+   * Resolves when the server `node` (as `nodeOf` names it) answers within `withinMs`, and rejects
+   * otherwise. Asked when a decision got no answer in time and nothing else shows its server
+   * alive: the failure counts against the server only when it does not answer this either, so
+   * that a decision held up on its own (a Cluster slot half-way through a migration) falls back
+   * alone. `RedisStore` sends PING to the master. Unset: every such failure counts.
+   */
+  pingNode?(node: string, withinMs: number): Promise<unknown>;
   /** Releases what the store holds. Called on application shutdown for stores the module created. */
   close?(): Promise<void>;
 }

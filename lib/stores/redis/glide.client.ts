@@ -131,6 +131,8 @@ export function glideScripts(client: ValkeyGlideClient): ScriptClient {
       return Promise.resolve();
     },
     nodeOf: slots === undefined ? undefined : (key) => slots.nodeOf(key),
+    // Sent as is: a master that does not answer says nothing of the link to the others.
+    pingNode: slots === undefined ? undefined : (node) => send(['PING'], byAddress(node)),
     subscribe: (channel, handlers) => glideSubscription(client, channel, handlers),
   };
 }

@@ -87,6 +87,15 @@ export function ioredisScripts(client: Redis | Cluster): ScriptClient {
     nodeOf: client.isCluster
       ? (key) => (client as Cluster).slots[keySlot(key)]?.[0] ?? ''
       : undefined,
+    pingNode: client.isCluster
+      ? (node) => {
+          const master = primaries(client).find(
+            ({ options }) => `${options.host}:${options.port}` === node,
+          );
+          if (master === undefined) return Promise.reject(new Error(`no master ${node}`));
+          return master.ping();
+        }
+      : undefined,
     subscribe: (channel, handlers) => ioredisSubscription(client, channel, handlers),
   };
 }

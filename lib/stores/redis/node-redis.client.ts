@@ -69,6 +69,7 @@ export function nodeRedisScripts(client: NodeRedisClient): ScriptClient {
   let opening = false;
   return {
     nodeOf,
+    pingNode: nodeOf === undefined ? undefined : (node) => pingMaster(client, node),
     library: 'node-redis',
     ready: () => client.isReady ?? (client.isOpen && !opening),
     neverOpened: () => !client.isOpen,
@@ -154,6 +155,19 @@ async function primaries(client: NodeRedisClient): Promise<NodeRedisClient[]> {
   if (masters === undefined) return [client];
   if (typeof nodeClient !== 'function') return [];
   return Promise.all(masters.map((master) => nodeClient.call(client, master)));
+}
+
+/** PING to the master of a cluster at `node` (`host:port`), on the cluster's connection to it. */
+async function pingMaster(client: NodeRedisClient, node: string): Promise<unknown> {
+  const master = client.masters?.find((m) => (m as { address?: string }).address === node);
+  if (master === undefined || typeof client.nodeClient !== 'function') {
+    throw new Error(`no master ${node}`);
+  }
+  const connection = (await client.nodeClient(master)) as NodeRedisClient & OneNodeCommands;
+  if (typeof connection.sendCommand !== 'function') {
+    throw new TypeError('this node-redis client cannot send a command to a master');
+  }
+  return connection.sendCommand(['PING']);
 }
 
 /** Adds `listener` for each of `events`; returns what removes them again. */

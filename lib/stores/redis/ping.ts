@@ -6,9 +6,17 @@ import { type ScriptClient } from './script-client.js';
  * comes within `withinMs`. For health checks, which are rare: the one timer is theirs, and
  * decisions never wait on it.
  */
-export async function pingWithin(client: ScriptClient, withinMs: number): Promise<number> {
+export function pingWithin(client: ScriptClient, withinMs: number): Promise<number> {
+  return answeredWithin(() => client.command(['PING']), withinMs);
+}
+
+/** Sends what `send` sends and resolves with the round trip in ms, or rejects after `withinMs`. */
+export async function answeredWithin(
+  send: () => Promise<unknown>,
+  withinMs: number,
+): Promise<number> {
   const startedAt = performance.now();
-  const reply = client.command(['PING']);
+  const reply = send();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new StoreTimeoutError(withinMs)), withinMs);

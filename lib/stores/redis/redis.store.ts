@@ -8,7 +8,7 @@ import { type Limits, type StoreCall } from '../store-call.js';
 import { type Clock, type RateLimitDecision } from '../store.interface.js';
 import { type RedisClient, scriptClientFor } from './redis-client.js';
 import { type MemoryPolicy, type RedisStoreOptions } from './redis-store-options.js';
-import { pingWithin } from './ping.js';
+import { answeredWithin, pingWithin } from './ping.js';
 import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
 import { CallerClock, TIME_REFUSED } from './caller-clock.js';
@@ -203,6 +203,18 @@ export class RedisStore extends OperationStore {
   nodeOf(keys: readonly string[]): string {
     const nodeOf = this.scripts.nodeOf;
     return nodeOf === undefined || keys.length === 0 ? '' : nodeOf(keys[0]);
+  }
+
+  /**
+   * Sends PING to the cluster master `node` (as {@link nodeOf} names it) and resolves with the
+   * round trip in ms; rejects at once on a single server or while the client is not connected,
+   * and when no reply comes within `withinMs`. The resilience layer asks it when a decision got
+   * no answer in time, to tell a master that does not answer from a slot that is moving.
+   */
+  pingNode(node: string, withinMs: number): Promise<number> {
+    const pingNode = this.scripts.pingNode;
+    if (pingNode === undefined || !this.scripts.ready()) return Promise.reject(this.notConnected);
+    return answeredWithin(() => pingNode(node), withinMs);
   }
 
   /** Whether the client was handed over without being connected (node-redis needs `connect()`). */

@@ -62,6 +62,12 @@ export interface ScriptClient {
    */
   readonly nodeOf?: (key: string) => string;
   /**
+   * On a cluster client: sends PING to the master at `node` (`host:port`, as {@link nodeOf}
+   * names it) on the client's own connection to it. Rejects when the client knows no such
+   * master. Absent on a single-server client.
+   */
+  readonly pingNode?: (node: string) => Promise<unknown>;
+  /**
    * Subscribes to `channel` on a connection of its own, made in the background: a copy of the
    * client, or for GLIDE, which takes its subscriptions only when a client is created, a new
    * client with the same options.
