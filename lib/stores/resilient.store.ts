@@ -1,4 +1,5 @@
-import { Deadlines, StoreTimeoutError } from './deadlines.js';
+import { Deadlines } from './deadlines.js';
+import { LivenessCheck, notAnsweredInTime } from './liveness-check.js';
 import { answerFor, answerWithout, DENY_RETRY_MS } from './degraded.store.js';
 import { ForwardingStore } from './forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
@@ -15,7 +16,6 @@ import {
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { isError } from './errors.js';
 import { isStoreFailure } from './store-failure.js';
-import { StoreLateError } from './redis/answer-deadline.js';
 
 export type { OutageLogger } from './node-health.js';
 export type { ServerAnswer } from './outage-probe.js';
@@ -58,8 +58,7 @@ export class ResilientStore extends ForwardingStore {
   private sent = 0;
   private readonly telemetry: RateLimitTelemetry;
   private readonly outageProbe: OutageProbe;
-  /** The PING out to each server whose decision got no answer in time (see `failedUnlessAlive`). */
-  private readonly pings = new Map<NodeHealth, NodePing>();
+  private readonly liveness: LivenessCheck;
 
   constructor(
     primary: RateLimitStore,
@@ -76,6 +75,12 @@ export class ResilientStore extends ForwardingStore {
       (node) =>
         node.probeLimits !== undefined && nodeOf(primary, node.probeLimits.keys) === node.name,
     );
+    this.liveness = new LivenessCheck({
+      health: this.health,
+      pingNode: primary.pingNode?.bind(primary),
+      timeoutMs: options.timeoutMs,
+      nextSent: () => ++this.sent,
+    });
     this.outageProbe = new OutageProbe({
       primary,
       health: this.health,
@@ -156,7 +161,7 @@ export class ResilientStore extends ForwardingStore {
       node.policy = this.choosePolicy(error, node);
       node.probeLimits = call.limits;
       if (notAnsweredInTime(error) && node.name !== '' && node.answeredUpTo <= sent) {
-        this.failedUnlessAlive(node, sent, error);
+        this.liveness.failedUnlessAlive(node, sent, error);
       } else {
         this.health.failed(node, sent, failedAt, error, isMovingSlot(error));
       }
@@ -166,50 +171,6 @@ export class ResilientStore extends ForwardingStore {
     this.telemetry.storeCall(call.op, true, now, answeredAt);
     this.health.succeeded(node, sent, answeredAt);
     return decision;
-  }
-
-  /**
-   * Decision number `sent` got no answer in time from a cluster node (or reached Redis only after
-   * its deadline), and nothing the node answered since shows it alive: the node is asked (a PING,
-   * within the timeout) before the failure counts against it. A master holding a slot half-way through a migration answers,
-   * while the client retries the decision on that slot (ioredis and GLIDE retry `TRYAGAIN` by
-   * themselves, for longer than any timeout): the decision falls back alone, and the master's
-   * other keys stay on Redis. A frozen or unreachable master does not answer, and the failure
-   * counts. One PING per node at a time answers for every decision sent before it.
-   */
-  private failedUnlessAlive(node: NodeHealth, sent: number, error: unknown): void {
-    const pingNode = this.inner.pingNode?.bind(this.inner);
-    if (pingNode === undefined) {
-      this.health.failed(node, sent, performance.now(), error, false);
-      return;
-    }
-    const pending = this.pings.get(node);
-    if (pending !== undefined && pending.asked > sent) {
-      pending.waiting.push({ sent, error });
-      return;
-    }
-    const ping: NodePing = {
-      asked: ++this.sent,
-      waiting: [{ sent, error }],
-      answersBefore: node.fallbackAnswers,
-    };
-    this.pings.set(node, ping);
-    const judge = () => {
-      if (this.pings.get(node) === ping) this.pings.delete(node);
-      const [inOutage, answered] = [node.outageSince !== undefined, node.fallbackAnswers];
-      for (const failed of ping.waiting) {
-        this.health.failed(node, failed.sent, performance.now(), failed.error, false);
-      }
-      // What the fallback answered for the node while it was asked belongs to the outage that
-      // these failures begin, which counts its answers from zero.
-      if (!inOutage && node.outageSince !== undefined) {
-        node.fallbackAnswers += answered - ping.answersBefore;
-      }
-    };
-    Promise.resolve()
-      .then(() => pingNode(node.name, this.options.timeoutMs))
-      .then(() => this.health.answered(node, ping.asked))
-      .then(judge, judge);
   }
 
   /**
@@ -331,22 +292,6 @@ export class ResilientStore extends ForwardingStore {
       this.options.logger.warn(`${problem}; 'memory' answers instead`);
     }
   }
-}
-
-/** A PING to a server, numbered as the decisions are, and the failures it will judge. */
-interface NodePing {
-  readonly asked: number;
-  readonly waiting: Array<{ readonly sent: number; readonly error: unknown }>;
-  /** The node's `fallbackAnswers` when the first of them failed. */
-  readonly answersBefore: number;
-}
-
-/**
- * No answer came in time (or Redis reached the decision only after its caller stopped waiting):
- * the server, or only this decision, was held up.
- */
-function notAnsweredInTime(error: unknown): boolean {
-  return error instanceof StoreTimeoutError || error instanceof StoreLateError;
 }
 
 /** The operations on a request decided before, which go where that request was counted. */
