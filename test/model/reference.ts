@@ -30,6 +30,8 @@ export interface ModelPolicy {
 export interface Event {
   t: number;
   cost: number;
+  /** A bucket's give-back: when the request it gives back arrived, if known. */
+  of?: number;
 }
 
 export interface ModelAnswer {
@@ -144,7 +146,11 @@ function slidingWindowCounter(
 
 // Token bucket: replays the history. Full at the start; refills limit per period, continuously,
 // and counts as full from the millisecond it would be full again. A charge may leave it in debt
-// (negative tokens); a give-back fills it, up to full.
+// (negative tokens). A give-back fills it, up to full, and never past what it would hold had the
+// request given back never been made: the tokens that request took would have spilt over the top
+// whenever the bucket held more than `burst` less them. What the bucket knows of that: with no
+// write since the request, exactly (below full); otherwise no more than `burst` less the most it
+// has held since it was last full (`high`, since `since`); and nothing once it has been full since.
 function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
   const refillMs = (tokens: number) => ms(((p.burst - tokens) * p.periodUs) / p.limit);
   const level = (left: number | undefined, at: number, t: number) => {
@@ -153,8 +159,22 @@ function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number
   };
   let left: number | undefined;
   let at = 0;
+  let since = 0;
+  let high = 0;
   for (const e of history) {
-    left = Math.min(p.burst, level(left, at, e.t) - e.cost);
+    const before = level(left, at, e.t);
+    const full = before >= p.burst;
+    let most = before;
+    if (e.cost < 0 && !full && e.of !== undefined && e.of < at) {
+      if (e.of < since) continue;
+      most = Math.max(high, before);
+    }
+    const after =
+      e.cost < 0
+        ? Math.min(p.burst - (most - before), before - e.cost)
+        : Math.min(p.burst, before - e.cost);
+    [since, high] = full ? [e.t, after] : [since, Math.max(high, before, after)];
+    left = after;
     at = e.t;
   }
   const tokens = level(left, at, now);
@@ -168,12 +188,34 @@ function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number
 }
 
 // GCRA: the theoretical arrival time after replaying the history; integer microseconds. A charge
-// may take it past the burst, however far; a give-back takes it back, never before the event.
+// may take it past the burst, however far. A give-back takes it back, never before the event, and
+// never before it would be had the request given back never been made: its lead would have
+// drained away whenever the bucket held less than it. What the bucket knows of that: with no
+// write since the request, exactly; otherwise no more than the least it has held since it was last
+// empty (`low`, since `since`); and nothing once it has been empty since.
 function leakyBucket(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
   const interval = Math.ceil(p.periodUs / p.limit);
   const capacity = p.burst * interval;
   let tat = -Infinity;
-  for (const e of history) tat = Math.max(Math.max(tat, e.t) + e.cost * interval, e.t);
+  let at = 0;
+  let since = 0;
+  let low = 0;
+  for (const e of history) {
+    const current = Math.max(tat, e.t);
+    const empty = current <= e.t;
+    let least = current - e.t;
+    if (e.cost < 0 && !empty && e.of !== undefined && e.of < at) {
+      if (e.of < since) continue;
+      least = Math.min(low, least);
+    }
+    const next =
+      e.cost < 0
+        ? Math.max(current + e.cost * interval, current - least)
+        : current + e.cost * interval;
+    [since, low] = empty ? [e.t, next - e.t] : [since, Math.min(low, current - e.t, next - e.t)];
+    tat = next;
+    at = e.t;
+  }
   const levelAt = (t: number) => Math.max(tat, t) - t;
   const fitsAt = (d: number) => levelAt(now + d * 1000) + cost * interval <= capacity;
   const level = levelAt(now);
