@@ -10,22 +10,24 @@ local function gcra_interval(p)
   return math.ceil(p.period / p.limit)
 end
 
--- The value: "<tat> <tat - at> <tat - since> <low>": the theoretical arrival time, how long before
--- it the key was last written (at) and the bucket was last empty (since), and the least the bucket
--- has held since then (µs of draining), all integer µs. The last three bound a late give-back (see
--- refund); kept as offsets so that the value stays short enough to be stored with its key.
-local function gcra_value(tat, at, since, low)
-  return string.format('%.0f %.0f %.0f %.0f', tat, tat - at, tat - since, low)
+-- The value: "<tat> <tat - at> <tat - since> <low> <tat - given>": the theoretical arrival time;
+-- how long before it the key was last written (at) and the bucket was last empty (since); the
+-- least the bucket has held since then (µs of draining); and how long before it the bucket was
+-- last given something back (given; since - 1 if not since). All integer µs; the record bounds a
+-- late give-back (see refund), kept as offsets so that the value stays short.
+local function gcra_value(tat, at, since, low, given)
+  return string.format('%.0f %.0f %.0f %.0f %.0f', tat, tat - at, tat - since, low, tat - given)
 end
 
--- The theoretical arrival time, and, unless the bucket is empty, its record { at, since, low }; or,
--- when the key holds a lock-out, only its end.
+-- The theoretical arrival time, and, unless the bucket is empty, its record { at, since, low,
+-- given }; or, when the key holds a lock-out, only its end.
 function ALGORITHMS.gcra.open(key, now)
   local stored = redis.call('GET', key)
   if not stored then
     return nil, now
   end
-  local tat, written, emptied, low = string.match(stored, '^(%d+) (%d+) (%d+) (%d+)$')
+  local tat, written, emptied, low, given =
+    string.match(stored, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
   if not tat then
     tat = tonumber(stored)
     if tat and tat < 0 then
@@ -36,23 +38,29 @@ function ALGORITHMS.gcra.open(key, now)
     end
     -- One integer, as an earlier version wrote it: counts as written, and empty, just now, since
     -- it does not say when: what it cannot tell, it gives back nothing of.
-    return nil, tat, { now, now, 0 }
+    return nil, tat, { now, now, 0, now }
   end
   tat = tonumber(tat)
   if tat <= now then
     return nil, now
   end
-  return nil, tat, { tat - tonumber(written), tat - tonumber(emptied), tonumber(low) }
+  local record = { tat - tonumber(written), tat - tonumber(emptied), tonumber(low) }
+  record[4] = tat - tonumber(given)
+  return nil, tat, record
 end
 
--- Writes the arrival time `new_tat` now, after `tat`: the record starts afresh when the bucket was
--- empty.
+-- Writes the arrival time `new_tat` now, after `tat` (earlier, for a give-back): the record starts
+-- afresh when the bucket was empty.
 local function gcra_write(key, now, slack, tat, new_tat, record)
-  local since, low = now, new_tat - now
+  local since, low, given = now, new_tat - now, now - 1
   if record then
-    since, low = record[2], math.min(record[3], tat - now, new_tat - now)
+    since, low, given = record[2], math.min(record[3], tat - now, new_tat - now), record[4]
   end
-  redis.call('SET', key, gcra_value(new_tat, now, since, low), 'PX', ms(new_tat - now) + slack)
+  if new_tat < tat then
+    given = now
+  end
+  local value = gcra_value(new_tat, now, since, low, given)
+  redis.call('SET', key, value, 'PX', ms(new_tat - now) + slack)
 end
 
 -- With `ahead` (µs), a request that fits within that long is allowed and booked: the bucket takes
@@ -94,12 +102,14 @@ end
 -- empty took that lead down to nothing: whenever the bucket since held `low` µs of draining,
 -- the lead was at most `low`. So the arrival time moves back by no more than the least the
 -- bucket has held since the request (now included). The record knows that exactly when nothing
--- was written since the request; otherwise it takes the least since the bucket was last empty
--- (less than since the request, so never too much); and a bucket empty since the request gives
--- nothing back, as the lead would have drained away by then.
+-- was given back since the request, nor written after its moment: what was taken at that moment
+-- only filled the bucket, so the least it has held since is what it holds now. Otherwise it
+-- takes the least since the bucket was last empty (less than since the request, so never too
+-- much); and a bucket empty since the request gives nothing back, as the lead would have
+-- drained away by then.
 function ALGORITHMS.gcra.refund(key, now, p, slack, tat, record, at)
   local low = tat - now
-  if record and at and at < record[1] then
+  if record and at and (at < record[1] or at <= record[4]) then
     if at < record[2] then
       return
     end

@@ -3,15 +3,17 @@ import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from './a
 const interval = (p: Params) => Math.ceil(p.periodUs / p.limit);
 
 /**
- * The record of `gcra.lua`, whose value `"<tat> <tat - at> <tat - since> <low>"` holds the same:
- * the theoretical arrival time, when it was last written, when the bucket was last empty, and the
- * least it has held since then (µs of draining). The last three bound a late give-back.
+ * The record of `gcra.lua`, whose value `"<tat> <tat - at> <tat - since> <low> <tat - given>"`
+ * holds the same: the theoretical arrival time, when it was last written, when the bucket was
+ * last empty, the least it has held since then (µs of draining), and when it was last given
+ * something back (`since - 1` if not since). The record bounds a late give-back.
  */
 export interface Arrival {
   tat: number;
   at: number;
   since: number;
   low: number;
+  given: number;
 }
 
 /** The arrival time now: never before now, since an empty bucket holds nothing. */
@@ -25,8 +27,9 @@ function written(stored: Arrival | undefined, now: number, tat: number, newTat: 
   const fresh = stored === undefined || stored.tat <= now;
   const since = fresh ? now : stored.since;
   const low = fresh ? newTat - now : Math.min(stored.low, tat - now, newTat - now);
+  const given = newTat < tat ? now : fresh ? now - 1 : stored.given;
   return {
-    state: { tat: newTat, at: now, since, low },
+    state: { tat: newTat, at: now, since, low, given },
     expiresAtUs: now + ms(newTat - now) * 1000,
   };
 }
@@ -59,7 +62,7 @@ export const gcra: AlgorithmTwin<Arrival, number> = {
   refund(stored, now, p, atUs) {
     const tat = tatAt(stored, now);
     let low = tat - now;
-    if (tat > now && atUs !== undefined && atUs < stored!.at) {
+    if (tat > now && atUs !== undefined && (atUs < stored!.at || atUs <= stored!.given)) {
       if (atUs < stored!.since) return null;
       low = Math.min(stored!.low, low);
     }

@@ -2,8 +2,9 @@
 -- Fractions of a token are kept between calls (never floored away), and the refill time moves only
 -- when tokens are taken, so frequent callers cannot starve the refill. A denial writes nothing.
 -- State: a hash { t = tokens left, at = when they were counted (µs), s = when the bucket was
--- last full (µs), h = the most it has held since then }: s and h bound what a late give-back
--- may put back (see refund).
+-- last full (µs), h = the most it has held since then, g = when it was last given something
+-- back (µs; s - 1 if not since) }: s, h and g bound what a late give-back may put back (see
+-- refund).
 
 ALGORITHMS.tb = {}
 
@@ -14,10 +15,10 @@ local function tb_refill_ms(tokens, p)
 end
 
 -- Tokens in the bucket now: what was left plus the refill since, up to full; and, unless it is
--- full, its record { at, s, h }. Or, when the key is not a hash, only what stands there (see
+-- full, its record { at, s, h, g }. Or, when the key is not a hash, only what stands there (see
 -- stand_in).
 function ALGORITHMS.tb.open(key, now, p)
-  local stored = redis.pcall('HMGET', key, 't', 'at', 's', 'h')
+  local stored = redis.pcall('HMGET', key, 't', 'at', 's', 'h', 'g')
   if stored.err then
     return stand_in(key)
   end
@@ -27,19 +28,24 @@ function ALGORITHMS.tb.open(key, now, p)
     if tokens < p.burst then
       -- A key written before the record counts as full at its last write: what it cannot tell,
       -- it gives back nothing of.
-      return nil, tokens, { at, tonumber(stored[3]) or at, tonumber(stored[4]) or left }
+      local since = tonumber(stored[3]) or at
+      return nil, tokens, { at, since, tonumber(stored[4]) or left, tonumber(stored[5]) or since }
     end
   end
   return nil, p.burst
 end
 
--- Writes `tokens` left now, after `before`: the record starts afresh when the bucket was full.
+-- Writes `tokens` left now, after `before` (more, for a give-back): the record starts afresh when
+-- the bucket was full.
 local function tb_write(key, now, p, slack, before, tokens, record)
-  local since, high = now, tokens
+  local since, high, given = now, tokens, now - 1
   if record then
-    since, high = record[2], math.max(record[3], before, tokens)
+    since, high, given = record[2], math.max(record[3], before, tokens), record[4]
   end
-  redis.call('HSET', key, 't', tokens, 'at', now, 's', since, 'h', high)
+  if tokens > before then
+    given = now
+  end
+  redis.call('HSET', key, 't', tokens, 'at', now, 's', since, 'h', high, 'g', given)
   redis.call('PEXPIRE', key, tb_refill_ms(tokens, p) + slack)
 end
 
@@ -75,13 +81,15 @@ end
 -- not been made, the bucket would have held `cost` more until the surplus spilt over the top:
 -- whenever the bucket since then held `h`, that surplus was at most burst - h. So the give-back
 -- is capped by what the bucket has lacked throughout since the request: burst less the most it
--- has held since (now included). The record knows that exactly when nothing was written since
--- the request; otherwise it takes the most the bucket has held since it was last full (more
--- than since the request, so never too much); and a bucket full since the request gives back
--- nothing, as the tokens would have spilt over by then. A full bucket is the same as no key.
+-- has held since (now included). The record knows that exactly when nothing was given back since
+-- the request, nor written after its moment: what was taken at that moment only lowered the
+-- bucket, so the most it has held since is what it holds now. Otherwise it takes the most the
+-- bucket has held since it was last full (more than since the request, so never too much); and a
+-- bucket full since the request gives back nothing, as the tokens would have spilt over by then.
+-- A full bucket is the same as no key.
 function ALGORITHMS.tb.refund(key, now, p, slack, tokens, record, at)
   local high = tokens
-  if record and at and at < record[1] then
+  if record and at and (at < record[1] or at <= record[4]) then
     if at < record[2] then
       return
     end

@@ -1,14 +1,16 @@
 import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from './algorithm.js';
 
 /**
- * The hash `{ t, at, s, h }`: tokens left, when they were counted (µs), when the bucket was last
- * full (µs), and the most it has held since then. `s` and `h` bound a late give-back.
+ * The hash `{ t, at, s, h, g }`: tokens left, when they were counted (µs), when the bucket was
+ * last full (µs), the most it has held since then, and when it was last given something back
+ * (`s - 1` if not since). `s`, `h` and `g` bound a late give-back.
  */
 export interface Bucket {
   t: number;
   at: number;
   s: number;
   h: number;
+  g: number;
 }
 
 const refillMs = (tokens: number, p: Params) => ms(((p.burst - tokens) * p.periodUs) / p.limit);
@@ -36,7 +38,8 @@ function written(
   const fresh = state === undefined || before >= p.burst;
   const s = fresh ? now : state.s;
   const h = fresh ? tokens : Math.max(state.h, before, tokens);
-  return { state: { t: tokens, at: now, s, h }, expiresAtUs: now + refillMs(tokens, p) * 1000 };
+  const g = tokens > before ? now : fresh ? now - 1 : state.g;
+  return { state: { t: tokens, at: now, s, h, g }, expiresAtUs: now + refillMs(tokens, p) * 1000 };
 }
 
 /** Twin of `token-bucket.lua`: the same float expressions in the same order. */
@@ -67,7 +70,7 @@ export const tokenBucket: AlgorithmTwin<Bucket, number> = {
   refund(state, now, p, atUs) {
     const tokens = tokensAt(state, now, p);
     let high = tokens;
-    if (tokens < p.burst && atUs !== undefined && atUs < state!.at) {
+    if (tokens < p.burst && atUs !== undefined && (atUs < state!.at || atUs <= state!.g)) {
       if (atUs < state!.s) return null;
       high = Math.max(state!.h, tokens);
     }
