@@ -10,13 +10,15 @@ local function gcra_interval(p)
   return math.ceil(p.period / p.limit)
 end
 
--- The value: "<tat> <tat - at> <tat - since> <low> <tat - given>": the theoretical arrival time;
--- how long before it the key was last written (at) and the bucket was last empty (since); the
--- least the bucket has held since then (µs of draining); and how long before it the bucket was
--- last given something back (given; since - 1 if not since). All integer µs; the record bounds a
--- late give-back (see refund), kept as offsets so that the value stays short.
+-- The value: "<tat> <tat - at> <tat - since> <low> <given - since + 1>": the theoretical arrival
+-- time; how long before it the key was last written (at) and the bucket was last empty (since);
+-- the least the bucket has held since then (µs of draining); and when since then it was last given
+-- something back (given; 0 if never). All integer µs; the record bounds a late give-back (see
+-- refund), its times kept as offsets so that the value stays short.
 local function gcra_value(tat, at, since, low, given)
-  return string.format('%.0f %.0f %.0f %.0f %.0f', tat, tat - at, tat - since, low, tat - given)
+  return string.format(
+    '%.0f %.0f %.0f %.0f %.0f', tat, tat - at, tat - since, low, given - since + 1
+  )
 end
 
 -- The theoretical arrival time, and, unless the bucket is empty, its record { at, since, low,
@@ -44,9 +46,8 @@ function ALGORITHMS.gcra.open(key, now)
   if tat <= now then
     return nil, now
   end
-  local record = { tat - tonumber(written), tat - tonumber(emptied), tonumber(low) }
-  record[4] = tat - tonumber(given)
-  return nil, tat, record
+  local since = tat - tonumber(emptied)
+  return nil, tat, { tat - tonumber(written), since, tonumber(low), since - 1 + tonumber(given) }
 end
 
 -- Writes the arrival time `new_tat` now, after `tat` (earlier, for a give-back): the record starts

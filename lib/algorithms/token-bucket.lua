@@ -1,10 +1,10 @@
 -- Token bucket: holds up to `burst` tokens and refills `limit` tokens per period, continuously.
 -- Fractions of a token are kept between calls (never floored away), and the refill time moves only
 -- when tokens are taken, so frequent callers cannot starve the refill. A denial writes nothing.
--- State: a hash { t = tokens left, at = when they were counted (µs), s = when the bucket was
--- last full (µs), h = the most it has held since then, g = when it was last given something
--- back (µs; s - 1 if not since) }: s, h and g bound what a late give-back may put back (see
--- refund).
+-- State: a hash { t = tokens left, at = when they were counted (µs), and a record that bounds what
+-- a late give-back may put back (see refund): how long before `at` the bucket was last full (s,
+-- µs), the most it has held since then (h), and when since then it was last given something back
+-- (g, µs after it was full, plus 1; 0 if never) }. Times as offsets, so that they stay short.
 
 ALGORITHMS.tb = {}
 
@@ -28,8 +28,9 @@ function ALGORITHMS.tb.open(key, now, p)
     if tokens < p.burst then
       -- A key written before the record counts as full at its last write: what it cannot tell,
       -- it gives back nothing of.
-      local since = tonumber(stored[3]) or at
-      return nil, tokens, { at, since, tonumber(stored[4]) or left, tonumber(stored[5]) or since }
+      local since = at - (tonumber(stored[3]) or 0)
+      local given = since - 1 + (tonumber(stored[5]) or 1)
+      return nil, tokens, { at, since, tonumber(stored[4]) or left, given }
     end
   end
   return nil, p.burst
@@ -45,7 +46,8 @@ local function tb_write(key, now, p, slack, before, tokens, record)
   if tokens > before then
     given = now
   end
-  redis.call('HSET', key, 't', tokens, 'at', now, 's', since, 'h', high, 'g', given)
+  local kept = given - since + 1
+  redis.call('HSET', key, 't', tokens, 'at', now, 's', now - since, 'h', high, 'g', kept)
   redis.call('PEXPIRE', key, tb_refill_ms(tokens, p) + slack)
 end
 

@@ -1,9 +1,10 @@
 import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from './algorithm.js';
 
 /**
- * The hash `{ t, at, s, h, g }`: tokens left, when they were counted (µs), when the bucket was
- * last full (µs), the most it has held since then, and when it was last given something back
- * (`s - 1` if not since). `s`, `h` and `g` bound a late give-back.
+ * The state of `token-bucket.lua`, whose hash holds the same (its times in the record as
+ * offsets): tokens left, when they were counted (µs), when the bucket was last full (µs), the most
+ * it has held since then, and when it was last given something back (`s - 1` if not since). `s`,
+ * `h` and `g` bound a late give-back.
  */
 export interface Bucket {
   t: number;
