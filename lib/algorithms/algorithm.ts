@@ -99,7 +99,8 @@ export interface AlgorithmTwin<S, W> {
   /** Remaining and reset as `commit` would return them, writing nothing (a peek). */
   after(nowUs: number, p: Params, work: W): Outcome;
   /**
-   * Gives `p.cost` back, never past a full quota; with `atUs`, the request that arrived then.
+   * Gives `p.cost` back, never past a full quota; with `atUs`, the request that arrived then (on
+   * the buckets, never past what they would hold had that request never been made).
    * Returns what to store; undefined when the key is as good as absent (deleted, as Lua does);
    * null when there is nothing to give back and the key stays as it is. `state` may be changed
    * in place.

@@ -1,7 +1,10 @@
 -- Token bucket: holds up to `burst` tokens and refills `limit` tokens per period, continuously.
 -- Fractions of a token are kept between calls (never floored away), and the refill time moves only
 -- when tokens are taken, so frequent callers cannot starve the refill. A denial writes nothing.
--- State: a hash { t = tokens left, at = when they were counted (µs) }.
+-- State: a hash { t = tokens left, at = when they were counted (µs), and a record that bounds what
+-- a late give-back may put back (see refund): how long before `at` the bucket was last full (s,
+-- µs), the most it has held since then (h), and when since then it was last given something back
+-- (g, µs after it was full, plus 1; 0 if never) }. Times as offsets, so that they stay short.
 
 ALGORITHMS.tb = {}
 
@@ -11,23 +14,40 @@ local function tb_refill_ms(tokens, p)
   return ms((p.burst - tokens) * p.period / p.limit)
 end
 
--- Tokens in the bucket now: what was left plus the refill since, up to full; or, when the key is
--- not a hash, only what stands there (see stand_in).
+-- Tokens in the bucket now: what was left plus the refill since, up to full; and, unless it is
+-- full, its record { at, s, h, g }. Or, when the key is not a hash, only what stands there (see
+-- stand_in).
 function ALGORITHMS.tb.open(key, now, p)
-  local stored = redis.pcall('HMGET', key, 't', 'at')
+  local stored = redis.pcall('HMGET', key, 't', 'at', 's', 'h', 'g')
   if stored.err then
     return stand_in(key)
   end
-  local tokens, at = p.burst, tonumber(stored[2])
-  local left = tonumber(stored[1])
+  local at, left = tonumber(stored[2]), tonumber(stored[1])
   if left and now < at + tb_refill_ms(left, p) * 1000 then
-    tokens = math.min(p.burst, left + math.max(now - at, 0) * p.limit / p.period)
+    local tokens = math.min(p.burst, left + math.max(now - at, 0) * p.limit / p.period)
+    if tokens < p.burst then
+      -- A key written before the record counts as full at its last write: what it cannot tell,
+      -- it gives back nothing of.
+      local since = at - (tonumber(stored[3]) or 0)
+      local given = since - 1 + (tonumber(stored[5]) or 1)
+      return nil, tokens, { at, since, tonumber(stored[4]) or left, given }
+    end
   end
-  return nil, tokens
+  return nil, p.burst
 end
 
-local function tb_write(key, now, p, slack, tokens)
-  redis.call('HSET', key, 't', tokens, 'at', now)
+-- Writes `tokens` left now, after `before` (more, for a give-back): the record starts afresh when
+-- the bucket was full.
+local function tb_write(key, now, p, slack, before, tokens, record)
+  local since, high, given = now, tokens, now - 1
+  if record then
+    since, high, given = record[2], math.max(record[3], before, tokens), record[4]
+  end
+  if tokens > before then
+    given = now
+  end
+  local kept = given - since + 1
+  redis.call('HSET', key, 't', tokens, 'at', now, 's', now - since, 'h', high, 'g', kept)
   redis.call('PEXPIRE', key, tb_refill_ms(tokens, p) + slack)
 end
 
@@ -53,18 +73,35 @@ function ALGORITHMS.tb.after(_, p, tokens)
   return math.max(0, math.floor(left)), tb_refill_ms(left, p)
 end
 
-function ALGORITHMS.tb.commit(key, now, p, slack, tokens)
-  tb_write(key, now, p, slack, tokens - p.cost)
+function ALGORITHMS.tb.commit(key, now, p, slack, tokens, record)
+  tb_write(key, now, p, slack, tokens, tokens - p.cost, record)
   return ALGORITHMS.tb.after(now, p, tokens)
 end
 
--- Puts `cost` tokens back, up to a full bucket, which is the same as no key at all.
-function ALGORITHMS.tb.refund(key, now, p, slack, tokens)
-  tokens = math.min(p.burst, tokens + p.cost)
-  if tokens >= p.burst then
+-- Puts back `cost` tokens of the request that arrived at `at` (µs; nil: the newest), never more
+-- than the bucket would hold had that request never been made, which is never past full. Had it
+-- not been made, the bucket would have held `cost` more until the surplus spilt over the top:
+-- whenever the bucket since then held `h`, that surplus was at most burst - h. So the give-back
+-- is capped by what the bucket has lacked throughout since the request: burst less the most it
+-- has held since (now included). The record knows that exactly when nothing was given back since
+-- the request, nor written after its moment: what was taken at that moment only lowered the
+-- bucket, so the most it has held since is what it holds now. Otherwise it takes the most the
+-- bucket has held since it was last full (more than since the request, so never too much); and a
+-- bucket full since the request gives back nothing, as the tokens would have spilt over by then.
+-- A full bucket is the same as no key.
+function ALGORITHMS.tb.refund(key, now, p, slack, tokens, record, at)
+  local high = tokens
+  if record and at and (at < record[1] or at <= record[4]) then
+    if at < record[2] then
+      return
+    end
+    high = math.max(record[3], tokens)
+  end
+  local left = math.min(p.burst - (high - tokens), tokens + p.cost)
+  if left >= p.burst then
     redis.call('DEL', key)
   else
-    tb_write(key, now, p, slack, tokens)
+    tb_write(key, now, p, slack, tokens, left, record)
   end
 end
 
@@ -72,8 +109,9 @@ end
 -- already spent): a bucket that runs dry goes into debt, negative tokens that refill like any
 -- others (up to MAX_DEBT of refill), and the key lives until it is full again. A bucket has no
 -- windows: `at` is no matter.
-function ALGORITHMS.tb.charge(key, now, p, slack, tokens)
-  tb_write(key, now, p, slack, math.max(tokens - p.cost, -MAX_DEBT * p.limit / p.period))
+function ALGORITHMS.tb.charge(key, now, p, slack, tokens, record)
+  local left = math.max(tokens - p.cost, -MAX_DEBT * p.limit / p.period)
+  tb_write(key, now, p, slack, tokens, left, record)
 end
 
 -- A bucket in debt has nothing remaining, not less.

@@ -36,6 +36,8 @@ export interface Event {
    * just before its window began), `t` until a write says otherwise. See {@link placeOf}.
    */
   last?: number;
+  /** A bucket's give-back: when the request it gives back arrived, if known. */
+  of?: number;
 }
 
 export interface ModelAnswer {
@@ -190,8 +192,19 @@ function slidingWindowCounter(
 
 // Token bucket: replays the history. Full at the start; refills limit per period, continuously,
 // and counts as full from the millisecond it would be full again. A charge may leave it in debt
-// (negative tokens); a give-back fills it, up to full.
-function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
+// (negative tokens). A give-back fills it, up to full, and never past what it would hold had the
+// request given back never been made: the tokens that request took would have spilt over the top
+// whenever the bucket held more than `burst` less them. What the bucket knows of that: with
+// nothing given back since the request nor written after its moment, exactly (below full);
+// otherwise no more than `burst` less the most it has held since it was last full (`high`, since
+// `since`); and nothing once it has been full since.
+function tokenBucket(
+  history: Event[],
+  now: number,
+  p: ModelPolicy,
+  cost: number,
+  trace?: Level[],
+): Verdict {
   const refillMs = (tokens: number) => ms(((p.burst - tokens) * p.periodUs) / p.limit);
   const level = (left: number | undefined, at: number, t: number) => {
     if (left === undefined || t >= at + refillMs(left) * 1000) return p.burst;
@@ -199,8 +212,31 @@ function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number
   };
   let left: number | undefined;
   let at = 0;
+  let since = 0;
+  let high = 0;
+  // When it was last given something back.
+  let given = 0;
   for (const e of history) {
-    left = Math.min(p.burst, level(left, at, e.t) - e.cost);
+    const before = level(left, at, e.t);
+    const full = before >= p.burst;
+    let most = before;
+    if (e.cost < 0 && !full && e.of !== undefined && (e.of < at || e.of <= given)) {
+      if (e.of < since) {
+        trace?.push({ before, after: before });
+        continue;
+      }
+      most = Math.max(high, before);
+    }
+    const after =
+      e.cost < 0
+        ? Math.min(p.burst - (most - before), before - e.cost)
+        : Math.min(p.burst, before - e.cost);
+    [since, high, given] = full
+      ? [e.t, after, e.t - 1]
+      : [since, Math.max(high, before, after), given];
+    if (after > before) given = e.t;
+    trace?.push({ before, after });
+    left = after;
     at = e.t;
   }
   const tokens = level(left, at, now);
@@ -214,12 +250,50 @@ function tokenBucket(history: Event[], now: number, p: ModelPolicy, cost: number
 }
 
 // GCRA: the theoretical arrival time after replaying the history; integer microseconds. A charge
-// may take it past the burst, however far; a give-back takes it back, never before the event.
-function leakyBucket(history: Event[], now: number, p: ModelPolicy, cost: number): Verdict {
+// may take it past the burst, however far. A give-back takes it back, never before the event, and
+// never before it would be had the request given back never been made: its lead would have
+// drained away whenever the bucket held less than it. What the bucket knows of that: with nothing
+// given back since the request nor written after its moment, exactly; otherwise no more than the
+// least it has held since it was last empty (`low`, since `since`); and nothing once it has been
+// empty since.
+function leakyBucket(
+  history: Event[],
+  now: number,
+  p: ModelPolicy,
+  cost: number,
+  trace?: Level[],
+): Verdict {
   const interval = Math.ceil(p.periodUs / p.limit);
   const capacity = p.burst * interval;
   let tat = -Infinity;
-  for (const e of history) tat = Math.max(Math.max(tat, e.t) + e.cost * interval, e.t);
+  let at = 0;
+  let since = 0;
+  let low = 0;
+  // When it was last given something back.
+  let given = 0;
+  for (const e of history) {
+    const current = Math.max(tat, e.t);
+    const empty = current <= e.t;
+    let least = current - e.t;
+    if (e.cost < 0 && !empty && e.of !== undefined && (e.of < at || e.of <= given)) {
+      if (e.of < since) {
+        trace?.push({ before: current - e.t, after: current - e.t });
+        continue;
+      }
+      least = Math.min(low, least);
+    }
+    const next =
+      e.cost < 0
+        ? Math.max(current + e.cost * interval, current - least)
+        : current + e.cost * interval;
+    [since, low, given] = empty
+      ? [e.t, next - e.t, e.t - 1]
+      : [since, Math.min(low, current - e.t, next - e.t), given];
+    if (next < current) given = e.t;
+    trace?.push({ before: current - e.t, after: next - e.t });
+    tat = next;
+    at = e.t;
+  }
   const levelAt = (t: number) => Math.max(tat, t) - t;
   const fitsAt = (d: number) => levelAt(now + d * 1000) + cost * interval <= capacity;
   const level = levelAt(now);
@@ -236,6 +310,19 @@ function leakyBucket(history: Event[], now: number, p: ModelPolicy, cost: number
       resetAfterMs: ms(level),
     }),
   };
+}
+
+/** A bucket's level just before and just after an event: tokens, or for GCRA µs of draining. */
+export interface Level {
+  before: number;
+  after: number;
+}
+
+/** Each event's levels, as the bucket `p` replays `history`. */
+export function bucketLevels(history: Event[], p: ModelPolicy): Level[] {
+  const trace: Level[] = [];
+  (p.algorithm === 'token-bucket' ? tokenBucket : leakyBucket)(history, 0, p, 0, trace);
+  return trace;
 }
 
 const ALGORITHMS: Record<Algorithm, typeof slidingWindow> = {

@@ -19,8 +19,9 @@ export function settleHistory(
   if (delta === 0) return;
   if (p.algorithm === 'token-bucket' || p.algorithm === 'leaky-bucket') {
     // A bucket has no windows: a charge is taken now, like a request; a give-back is a request
-    // of negative cost, which the replay caps at a full (empty) bucket.
-    history.push({ t: now, cost: delta });
+    // of negative cost, which the replay caps at what the bucket would hold had the reservation
+    // been for what it used (see `tokenBucket` in `reference.ts`).
+    history.push({ t: now, cost: delta, of: at });
     return;
   }
   const counted = where(history, p, at, now);

@@ -21,7 +21,12 @@ import {
 } from '../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
-import { type ModelAnswer, type ModelPolicy, ReferenceModel } from '../model/reference.js';
+import {
+  bucketLevels,
+  type ModelAnswer,
+  type ModelPolicy,
+  ReferenceModel,
+} from '../model/reference.js';
 import { startsFrom, windowsAt } from '../support/calendar-windows.js';
 import { useRedis } from '../support/stores.js';
 
@@ -208,6 +213,34 @@ describe('settlements: a reservation settled at its actual usage, on every store
       });
     };
 
+    /**
+     * A bucket's give-back is no more than it would hold had the reservation been for the rest:
+     * the reservation's surplus, as far as it never spilt over the top (full tokens, or an empty
+     * GCRA) at any moment since, judged from the levels of every event after the reservation's.
+     */
+    const withinWhatWasSpared = (reserved: { at: number; cost: number }, deltas: number[]) =>
+      modelPolicies.forEach((p, i) => {
+        if (!BUCKETS.has(p.algorithm) || deltas[i] >= 0) return;
+        const history = model.history(modelKeys[i]);
+        const levels = bucketLevels(history, p);
+        const given = levels.pop()!;
+        // The last event that can be the reservation's: any later one is sure to be after it.
+        let own = history.length - 2;
+        while (history[own].t !== reserved.at || history[own].cost !== reserved.cost) own--;
+        const after = [...levels.slice(own + 1), { before: given.before, after: given.before }];
+        if (p.algorithm === 'token-bucket') {
+          const most = Math.max(...after.map((l) => Math.max(l.before, l.after)));
+          const room = Math.min(-deltas[i], p.burst - most);
+          expect(given.after - given.before).toBeLessThanOrEqual(room + 1e-9);
+        } else {
+          const least = Math.min(...after.map((l) => Math.min(l.before, l.after)));
+          const interval = Math.ceil(p.periodUs / p.limit);
+          expect(given.before - given.after).toBeLessThanOrEqual(
+            Math.min(-deltas[i] * interval, least),
+          );
+        }
+      });
+
     for (const step of t.steps) {
       const now = toMicros(clock());
       if (step.op === 'wait') {
@@ -226,6 +259,7 @@ describe('settlements: a reservation settled at its actual usage, on every store
             : policies.map(() => -Math.min(step.part, reserved.cost));
         giveBack(reserved.at, now, deltas);
         const expected = model.settle(modelKeys, modelPolicies, deltas, reserved.at, now);
+        withinWhatWasSpared(reserved, deltas);
         const answers = await onAll(stores, (s, i) =>
           step.op === 'settle'
             ? s.settle!(keys[i], policies, deltas, reserved.answers[i])

@@ -15,11 +15,12 @@ import { ArrivalLog } from '../../algorithms/sliding-window.js';
  * after the table grows), the entry object with its expiry, and the key string's header.
  */
 export const KEY_OVERHEAD_BYTES = 200;
-/** GCRA's theoretical arrival time: one boxed double. */
+/** A state that is one number: one boxed double. */
 export const NUMBER_STATE_BYTES = 16;
 /**
- * A window count, a token bucket, two windows, or a lock-out: a small object of numbers, up to
- * four (a calendar counter's two windows and when they were written: 88 B on Node 20 x64).
+ * A window count, a token bucket, GCRA's arrival time and record, two windows, or a lock-out: a
+ * small object of numbers (a calendar counter's two windows and when they were written: 88 B on
+ * Node 20 x64).
  */
 export const OBJECT_STATE_BYTES = 88;
 /** The sliding log's object and its three arrays, with the spare room arrays keep as they grow. */

@@ -61,8 +61,17 @@ describe.each(STORE_TARGETS)('reservations through RateLimitService on %s', (tar
       await Promise.all(tickets.map((t, i) => t.settle(actuals[i])));
       const used = actuals.reduce((a, b) => a + b, 0);
       expect(used).toBeLessThan(1000);
-      // What a call of 1 would leave: the budget less everything used, less itself.
-      expect((await limiter.peek(key, policy)).remaining).toBe(1000 - used - 1);
+      // What a call of 1 would leave: the budget less everything used, less itself. A bucket
+      // gives back no more than it would hold had a reservation never been made, which on
+      // Redis's own clock may be short of a whole one by what refilled between the reservations
+      // (well under a token here): one fewer whole request at most.
+      const { remaining } = await limiter.peek(key, policy);
+      if (policy.algorithm === 'token-bucket' || policy.algorithm === 'leaky-bucket') {
+        expect(remaining).toBeLessThanOrEqual(1000 - used - 1);
+        expect(remaining).toBeGreaterThanOrEqual(1000 - used - 2);
+      } else {
+        expect(remaining).toBe(1000 - used - 1);
+      }
     },
   );
 
