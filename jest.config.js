@@ -44,6 +44,7 @@ const shared = {
   moduleNameMapper: {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     '^nest-rate-limit$': '<rootDir>/lib/index.ts',
+    '^nest-rate-limit/testing$': '<rootDir>/lib/testing/index.ts',
   },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],

@@ -3,8 +3,10 @@
 # mapping) into two throwaway apps and expects 200, 200, 429 on a limited route of each:
 #   .ci/apps/nest11-cjs  Nest 11, CommonJS, require() of the ESM package through require(esm),
 #                        memory store, ioredis 5 as an app still on Nest 11 is likely to have;
+#                        it requires nest-rate-limit/testing too, through the exports map;
 #   .ci/apps/nest12-esm  Nest 12, ESM, limits shared through a private redis-server by a
-#                        node-redis client, whose keys must then be in Redis.
+#                        node-redis client, whose keys must then be in Redis; it imports
+#                        nest-rate-limit/testing too.
 # Then the README's quick start, as written, in a third app (.ci/readme-app.mjs).
 # Run from anywhere: bash .ci/pack-smoke.sh
 set -euo pipefail
@@ -32,7 +34,8 @@ if [[ $tarball != nest-rate-limit-*.tgz ]]; then
   exit 1
 fi
 listing=$(tar tzf "$scratch/$tarball")
-for file in package/dist/index.js package/dist/index.d.ts package/dist/algorithms/decide.lua; do
+for file in package/dist/index.js package/dist/index.d.ts package/dist/algorithms/decide.lua \
+  package/dist/testing/index.js package/dist/testing/index.d.ts; do
   if ! grep -qx "$file" <<<"$listing"; then
     echo "$tarball lacks $file"
     exit 1

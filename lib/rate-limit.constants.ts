@@ -12,3 +12,8 @@ export const RATE_LIMIT_STORE_HANDLE = Symbol('RATE_LIMIT_STORE_HANDLE');
 export const RATE_LIMIT_MEMORY_STORE = Symbol('RATE_LIMIT_MEMORY_STORE');
 /** The module's telemetry (`RateLimitTelemetry`): metrics and trace spans, or nothing. */
 export const RATE_LIMIT_TELEMETRY = Symbol('RATE_LIMIT_TELEMETRY');
+/**
+ * The clock the module's stores read (a `Clock`), `clock` of the options by default, `null` for
+ * none. A token of its own so that a test can replace it without touching the app's options.
+ */
+export const RATE_LIMIT_CLOCK = Symbol('RATE_LIMIT_CLOCK');

@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import {
+  RATE_LIMIT_CLOCK,
   RATE_LIMIT_MEMORY_STORE,
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_RAW_OPTIONS,
@@ -32,7 +33,7 @@ import { configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
 import { createStore, type StoreHandle } from './store-factory.js';
-import { RateLimitStore } from '../stores/store.interface.js';
+import { type Clock, RateLimitStore } from '../stores/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { telemetryProvider } from './telemetry-provider.js';
@@ -59,14 +60,22 @@ const derivedProviders: Provider[] = [
   },
   telemetryProvider,
   {
+    // A provider of its own, not read from the options, so that a test can replace it alone.
+    provide: RATE_LIMIT_CLOCK,
+    useFactory: (raw: RateLimitModuleOptions) => raw.clock ?? null,
+    inject: [RATE_LIMIT_RAW_OPTIONS],
+  },
+  {
     provide: RATE_LIMIT_STORE_HANDLE,
     // Depends on the resolved options so invalid options fail before any client is created.
     useFactory: (
       raw: RateLimitModuleOptions,
       options: ResolvedRateLimitOptions,
       telemetry: RateLimitTelemetry,
-    ) => createStore(raw, options, new Logger('RateLimit'), telemetry),
-    inject: [RATE_LIMIT_RAW_OPTIONS, RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY],
+      clock: unknown,
+    ) =>
+      createStore({ ...raw, clock: clockFrom(clock) }, options, new Logger('RateLimit'), telemetry),
+    inject: [RATE_LIMIT_RAW_OPTIONS, RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY, RATE_LIMIT_CLOCK],
   },
   {
     provide: RateLimitStore,
@@ -95,6 +104,23 @@ const derivedProviders: Provider[] = [
   RateLimitService,
   RateLimitHealthIndicator,
 ];
+
+/**
+ * The clock `RATE_LIMIT_CLOCK` holds, which a test may have replaced: a function, or an object
+ * with `now()` such as a `TestClock`.
+ */
+function clockFrom(value: unknown): Clock | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'function') return value as Clock;
+  const now = (value as { now?: unknown }).now;
+  if (typeof now === 'function') return () => now.call(value) as number;
+  throw configError(
+    'RATE_LIMIT_CLOCK',
+    'value',
+    value,
+    'a function returning milliseconds, or an object with now()',
+  );
+}
 
 // The lease keeper and pending outcomes too: a `@UseGuards(RateLimitGuard)` in another module
 // builds the guard there, and `RateLimitInterceptor` is built in each handler's own module.

@@ -11,6 +11,12 @@ const {
   RateLimitModule,
   SkipRateLimit,
 } = require('nest-rate-limit');
+// The testing entry, through the package's exports map, as an app's tests would require it.
+const { RateLimitTesting, TestClock } = require('nest-rate-limit/testing');
+
+if (new TestClock(0).advance('1m') !== 60_000 || typeof RateLimitTesting.reset !== 'function') {
+  throw new Error('nest-rate-limit/testing did not load as published');
+}
 
 function decorateMethod(cls, name, ...decorators) {
   const descriptor = Object.getOwnPropertyDescriptor(cls.prototype, name);

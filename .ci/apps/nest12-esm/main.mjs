@@ -4,6 +4,8 @@ import 'reflect-metadata';
 import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RateLimit, RateLimitModule, SkipRateLimit } from 'nest-rate-limit';
+// The testing entry, through the package's exports map, as an app's tests would import it.
+import { RateLimitTesting, TestClock } from 'nest-rate-limit/testing';
 import { createClient } from 'redis';
 
 function decorateMethod(cls, name, ...decorators) {
@@ -26,6 +28,10 @@ class ItemsController {
 }
 decorateMethod(ItemsController, 'health', SkipRateLimit(), Get('health'));
 Controller('items')(ItemsController);
+
+if (new TestClock(0).advance('1m') !== 60_000 || typeof RateLimitTesting.reset !== 'function') {
+  throw new Error('nest-rate-limit/testing did not load as published');
+}
 
 const redis = createClient({ url: process.env.REDIS_URL });
 redis.on('error', (error) => console.error('redis:', error.message));
