@@ -2,8 +2,14 @@
 export const RATE_LIMIT_POLICY = Symbol('rate-limit:policy');
 /** Metadata key set by `@SkipRateLimit()`. */
 export const RATE_LIMIT_SKIP = Symbol('rate-limit:skip');
-/** Injection token for the validated, frozen module options (`ResolvedRateLimitOptions`). */
-export const RATE_LIMIT_OPTIONS = Symbol('RATE_LIMIT_OPTIONS');
+/**
+ * Injection token for the validated, frozen module options (`ResolvedRateLimitOptions`). Nest
+ * names it when it cannot find it, as for a `@UseGuards(RateLimitGuard)` in an app without the
+ * module: its name says where it comes from.
+ */
+export const RATE_LIMIT_OPTIONS = Symbol(
+  'RATE_LIMIT_OPTIONS, from RateLimitModule.forRoot() or forRootAsync()',
+);
 /** The options as the user gave them, before validation. */
 export const RATE_LIMIT_RAW_OPTIONS = Symbol('RATE_LIMIT_RAW_OPTIONS');
 /** The store plus whether the module created it (and so must close it). */

@@ -4,11 +4,12 @@ import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { isPromise } from './policy-template.js';
 import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';
 import { type RouteCall } from './route-plan.js';
+import { type ProxyTrustWarning } from './proxy-trust-warning.js';
 
 /**
  * Who a call counts against by the module's tracker, as a key part: `getTracker`'s value, else
  * the transport's default (user id, else IP), which warns once per route about credentials that
- * came without a user. Only a promise is awaited, through `bound`; a
+ * came without a user, and once per app about a proxy the framework does not trust. Only a promise is awaited, through `bound`; a
  * `getTracker` whose promise does not settle in time leaves the default tracker to stand in,
  * marked so that it shares no bucket with any value `getTracker` returns.
  */
@@ -17,11 +18,13 @@ export function moduleTracker(
   bound: FunctionBound,
   call: RouteCall,
   logger: WarningLogger,
+  proxyTrust: ProxyTrustWarning,
 ): string | Promise<string> {
   const { getTracker, ipv6Subnet } = options;
   const { context, transport, plan } = call;
   if (getTracker === undefined) {
     if (!plan.warned.authOrder) warnIfAuthenticatedLate(call, logger);
+    if (!proxyTrust.settled) proxyTrust.check(call);
     return encodeKeyPart(transport.tracker(context, ipv6Subnet));
   }
   const value: unknown = callUserFunction(getTracker, 'getTracker', context, plan.where);

@@ -2,6 +2,7 @@ import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type WarningLogger } from './auth-order-warning.js';
 import { moduleTracker } from './module-tracker.js';
+import { ProxyTrustWarning } from './proxy-trust-warning.js';
 import { type Limits } from '../stores/store-call.js';
 import { isPromise, resolveCost } from './policy-template.js';
 import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';
@@ -19,6 +20,7 @@ type Parts = string[] | undefined;
  */
 export class RequestLimits {
   readonly shapes: RouteKeys;
+  private readonly proxyTrust: ProxyTrustWarning;
 
   constructor(
     private readonly options: Pick<
@@ -30,6 +32,7 @@ export class RequestLimits {
     private readonly overrides: OverrideRegistry,
   ) {
     this.shapes = new RouteKeys(options.keyPrefix);
+    this.proxyTrust = new ProxyTrustWarning(logger);
   }
 
   async of(call: RouteCall): Promise<Limits> {
@@ -77,7 +80,7 @@ export class RequestLimits {
 
   /** The module's tracker, as a key part. */
   private moduleTracker(call: RouteCall): string | Promise<string> {
-    return moduleTracker(this.options, this.bound, call, this.logger);
+    return moduleTracker(this.options, this.bound, call, this.logger, this.proxyTrust);
   }
 
   private plain(

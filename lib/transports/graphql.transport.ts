@@ -3,6 +3,7 @@ import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
 import { type HttpRequestLike, type HttpResponseLike, setHeader } from './http-request.js';
 import { addressTracker, credentialsWithoutUser, defaultTracker, userTracker } from './trackers.js';
 import { GraphQLRateLimitError } from '../rate-limit.exception.js';
+import { forwardedRequest } from './proxy-trust.js';
 import { finiteWait, onceEvent, throughInterceptor, type Transport } from './transport.js';
 
 /** A response whose headers may already be out (Express `headersSent`, Fastify `sent`). */
@@ -68,6 +69,12 @@ export const graphqlTransport: Transport = {
     const ctx = gqlContext(context);
     const req = requestOf(ctx);
     return ctx.user == null && req != null && credentialsWithoutUser(req);
+  },
+
+  forwardedRequest(context) {
+    const ctx = gqlContext(context);
+    const req = requestOf(ctx);
+    return userTracker(ctx.user) === undefined && req != null ? forwardedRequest(req) : undefined;
   },
 
   route(context, memo, place) {

@@ -8,6 +8,7 @@ import {
   setHeader,
 } from './http-request.js';
 import { credentialsWithoutUser, defaultTracker } from './trackers.js';
+import { forwardedRequest } from './proxy-trust.js';
 import { RateLimitException } from '../rate-limit.exception.js';
 import { onceEvent, type Rejection, type Transport } from './transport.js';
 
@@ -31,6 +32,8 @@ export const httpTransport: Transport = {
   tracker: (context, ipv6Subnet) => defaultTracker(request(context), ipv6Subnet),
 
   credentialsWithoutUser: (context) => credentialsWithoutUser(request(context)),
+
+  forwardedRequest: (context) => forwardedRequest(request(context)),
 
   route(context, memo, place) {
     const req = request(context);

@@ -2,6 +2,7 @@ import { type ExecutionContext } from '@nestjs/common';
 import { type HeaderMode } from './http-headers.js';
 import { type RateLimitDecision } from '../stores/store.interface.js';
 import { type PendingOutcomes, type Settle } from './pending-outcomes.js';
+import { type ForwardedRequest } from './proxy-trust.js';
 
 /**
  * A route label in the making, kept per handler: the two parts it was built from last time and
@@ -43,6 +44,12 @@ export interface Transport {
    * transport cannot tell as clearly.
    */
   credentialsWithoutUser?(context: ExecutionContext): boolean;
+  /**
+   * Whether a call that {@link tracker} counts against its address came through a proxy, and
+   * whether the framework trusts it; undefined when the call carries no forwarding header or
+   * has a user. Left out where the transport knows no framework setting for it.
+   */
+  forwardedRequest?(context: ExecutionContext): ForwardedRequest | undefined;
   /**
    * The route's label, e.g. `GET /items/:id`, `Query.books`, `ws:chat`, `rpc:sum`: `memo.label`
    * when the call's route matches the one memo was last set for, so a repeated route returns the

@@ -251,6 +251,25 @@ describe('GraphQL resolvers (Apollo on Express)', () => {
     expect(warnings()[0].message).toMatch(/^Query\.books \(BookResolver\.books\) got a request/);
   });
 
+  it('warns once per app about a forwarded request the app does not trust proxies for', async () => {
+    const logs = new LogCapture();
+    const a = await app({}, { logger: logs });
+    const warnings = () =>
+      logs.entries.filter((e) => e.level === 'warn' && e.context === 'RateLimit');
+    const forwarded = (client: string) =>
+      request(a.getHttpServer()).post('/graphql').set('X-Forwarded-For', client);
+    // Counted by the user, not the address: nothing to say.
+    await forwarded('203.0.113.1')
+      .set(USER_HEADER, uniqueUser())
+      .send({ query: '{ books { title } }' });
+    expect(warnings()).toEqual([]);
+    for (const client of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
+      await forwarded(client).send({ query: '{ books { title } author }' });
+    }
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0].message).toContain("app.set('trust proxy', 1)");
+  });
+
   it('runs skipIf, onDecision and onLimited with the GraphQL context', async () => {
     const decided: Array<[string, string, boolean]> = [];
     const limited: RateLimitDecision[] = [];
