@@ -41,11 +41,11 @@ const gqlContext = (context: ArgumentsHost) =>
 const resolveInfo = (context: ArgumentsHost) =>
   context.getArgByIndex<ResolveInfoLike | undefined>(3);
 
-const requestOf = (ctx: GraphQLContextLike) =>
+const operationRequest = (ctx: GraphQLContextLike) =>
   ctx.req ?? ctx.request ?? ctx.reply?.request ?? ctx.extra?.request;
 
 /** The user of an operation: the context's `user`, else its request's. */
-const userOf = (ctx: GraphQLContextLike) => ctx.user ?? requestUser(requestOf(ctx));
+const operationUser = (ctx: GraphQLContextLike) => ctx.user ?? requestUser(operationRequest(ctx));
 
 /** The HTTP response of the operation, if there is one and its headers can still be set. */
 function responseOf(ctx: GraphQLContextLike): ResponseLike | undefined {
@@ -63,22 +63,22 @@ function responseOf(ctx: GraphQLContextLike): ResponseLike | undefined {
  * context holds one. Tracker: the context's `user`, else the request's user, else its address.
  */
 export const graphqlTransport: Transport = {
-  request: (context) => requestOf(gqlContext(context)),
+  request: (context) => operationRequest(gqlContext(context)),
 
-  user: (context) => userOf(gqlContext(context)),
+  user: (context) => operationUser(gqlContext(context)),
 
   tracker(context, ipv6Subnet) {
     const ctx = gqlContext(context);
-    const req = requestOf(ctx);
+    const req = operationRequest(ctx);
     return (
-      userTracker(userOf(ctx)) ??
+      userTracker(operationUser(ctx)) ??
       (req == null ? addressTracker(undefined, ipv6Subnet) : defaultTracker(req, ipv6Subnet))
     );
   },
 
   credentialsWithoutUser(context) {
     const ctx = gqlContext(context);
-    const req = requestOf(ctx);
+    const req = operationRequest(ctx);
     return ctx.user == null && req != null && credentialsWithoutUser(req);
   },
 
