@@ -3,6 +3,7 @@ export { RateLimit, SkipRateLimit } from './route/rate-limit.decorator.js';
 export { RateLimitGuard } from './route/rate-limit.guard.js';
 export { RateLimitInterceptor } from './route/rate-limit.interceptor.js';
 export { RateLimitService } from './service/rate-limit.service.js';
+export { requestOf, userOf } from './transports/request-and-user.js';
 export {
   RateLimitHealthIndicator,
   type RateLimitHealthDetails,

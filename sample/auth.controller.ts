@@ -6,15 +6,14 @@ import {
   Post,
   UnauthorizedException,
 } from '@nestjs/common';
-import { RateLimit } from 'nest-rate-limit';
+import { RateLimit, requestOf } from 'nest-rate-limit';
 
 interface Credentials {
   username?: string;
   password?: string;
 }
 
-const username = (ctx: ExecutionContext) =>
-  ctx.switchToHttp().getRequest<{ body?: Credentials }>().body?.username;
+const username = (ctx: ExecutionContext) => requestOf<{ body?: Credentials }>(ctx)?.body?.username;
 
 @Controller('auth')
 export class AuthController {

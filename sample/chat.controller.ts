@@ -1,5 +1,5 @@
 import { Body, Controller, type ExecutionContext, Headers, Post } from '@nestjs/common';
-import { RateLimit, type RateLimitPolicy, RateLimitService } from 'nest-rate-limit';
+import { RateLimit, type RateLimitPolicy, RateLimitService, requestOf } from 'nest-rate-limit';
 import { type Completion, FakeModel, tokenEstimate } from './fake-model.js';
 
 interface ChatRequest {
@@ -8,9 +8,8 @@ interface ChatRequest {
 }
 
 const user = (ctx: ExecutionContext) =>
-  ctx.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-user'];
-const body = (ctx: ExecutionContext) =>
-  ctx.switchToHttp().getRequest<{ body?: ChatRequest }>().body ?? {};
+  requestOf<{ headers: Record<string, string> }>(ctx)?.headers['x-user'];
+const body = (ctx: ExecutionContext) => requestOf<{ body?: ChatRequest }>(ctx)?.body ?? {};
 const maxTokensOf = (request: ChatRequest) => Math.min(request.max_tokens ?? 256, 4096);
 
 /** 10,000 tokens per user per day, from midnight UTC. */

@@ -1,12 +1,12 @@
-import { type IncomingMessage, type ServerResponse } from 'node:http';
-import { Controller, Get, Req, Res } from '@nestjs/common';
-import { metrics } from '@opentelemetry/api';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { Controller, Get, Header } from '@nestjs/common';
+import { diag, metrics } from '@opentelemetry/api';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { SkipRateLimit } from 'nest-rate-limit';
 
 /** The OpenTelemetry SDK's Prometheus reader, served by the app itself rather than its own port. */
 const prometheus = new PrometheusExporter({ preventServerStart: true });
+const serializer = new PrometheusSerializer();
 let started = false;
 
 /**
@@ -19,12 +19,18 @@ export function startMetrics(): void {
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [prometheus] }));
 }
 
-/** `GET /metrics`: every `rate_limit.*` instrument, in the Prometheus text format. */
+/**
+ * `GET /metrics`: every `rate_limit.*` instrument, in the Prometheus text format. The body is
+ * returned rather than written to the response, so it works on Express and Fastify alike.
+ */
 @SkipRateLimit()
 @Controller('metrics')
 export class MetricsController {
   @Get()
-  metrics(@Req() request: IncomingMessage, @Res() response: ServerResponse): void {
-    prometheus.getMetricsRequestHandler(request, response);
+  @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
+  async metrics(): Promise<string> {
+    const { resourceMetrics, errors } = await prometheus.collect();
+    if (errors.length > 0) diag.error('Prometheus: metrics collection errors', ...errors);
+    return serializer.serialize(resourceMetrics);
   }
 }

@@ -1,6 +1,11 @@
-import { type ExecutionContext } from '@nestjs/common';
+import { type ArgumentsHost } from '@nestjs/common';
 import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
-import { type HttpRequestLike, type HttpResponseLike, setHeader } from './http-request.js';
+import {
+  type HttpRequestLike,
+  type HttpResponseLike,
+  requestUser,
+  setHeader,
+} from './http-request.js';
 import { addressTracker, credentialsWithoutUser, defaultTracker, userTracker } from './trackers.js';
 import { GraphQLRateLimitError } from '../rate-limit.exception.js';
 import { forwardedRequest } from './proxy-trust.js';
@@ -32,13 +37,16 @@ interface ResolveInfoLike {
 }
 
 // A resolver's arguments are (parent, args, context, info).
-const gqlContext = (context: ExecutionContext) =>
+const gqlContext = (context: ArgumentsHost) =>
   context.getArgByIndex<GraphQLContextLike | undefined>(2) ?? {};
-const resolveInfo = (context: ExecutionContext) =>
+const resolveInfo = (context: ArgumentsHost) =>
   context.getArgByIndex<ResolveInfoLike | undefined>(3);
 
-const requestOf = (ctx: GraphQLContextLike) =>
+const operationRequest = (ctx: GraphQLContextLike) =>
   ctx.req ?? ctx.request ?? ctx.reply?.request ?? ctx.extra?.request;
+
+/** The user of an operation: the context's `user`, else its request's. */
+const operationUser = (ctx: GraphQLContextLike) => ctx.user ?? requestUser(operationRequest(ctx));
 
 /** The HTTP response of the operation, if there is one and its headers can still be set. */
 function responseOf(ctx: GraphQLContextLike): ResponseLike | undefined {
@@ -56,18 +64,22 @@ function responseOf(ctx: GraphQLContextLike): ResponseLike | undefined {
  * context holds one. Tracker: the context's `user`, else the request's user, else its address.
  */
 export const graphqlTransport: Transport = {
+  request: (context) => operationRequest(gqlContext(context)),
+
+  user: (context) => operationUser(gqlContext(context)),
+
   tracker(context, ipv6Subnet) {
     const ctx = gqlContext(context);
-    const req = requestOf(ctx);
+    const req = operationRequest(ctx);
     return (
-      userTracker(ctx.user) ??
+      userTracker(operationUser(ctx)) ??
       (req == null ? addressTracker(undefined, ipv6Subnet) : defaultTracker(req, ipv6Subnet))
     );
   },
 
   credentialsWithoutUser(context) {
     const ctx = gqlContext(context);
-    const req = requestOf(ctx);
+    const req = operationRequest(ctx);
     return ctx.user == null && req != null && credentialsWithoutUser(req);
   },
 

@@ -13,6 +13,14 @@ export interface HttpRequestLike {
   raw?: { user?: unknown };
 }
 
+/**
+ * The user an HTTP request carries: `req.user`, else, on Fastify, `req.raw.user`, where Nest
+ * middleware (which sees the raw Node request) puts it.
+ */
+export function requestUser(req: HttpRequestLike | undefined): unknown {
+  return req?.user ?? req?.raw?.user;
+}
+
 /** The parts of an Express response or a Fastify reply the guard writes. */
 export interface HttpResponseLike {
   header?(name: string, value: string): unknown;

@@ -1,8 +1,9 @@
-import { type ExecutionContext, ServiceUnavailableException } from '@nestjs/common';
+import { type ArgumentsHost, ServiceUnavailableException } from '@nestjs/common';
 import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
 import {
   type HttpRequestLike,
   type HttpResponseLike,
+  requestUser,
   routeMethod,
   routePattern,
   setHeader,
@@ -13,8 +14,8 @@ import { RateLimitException } from '../rate-limit.exception.js';
 import { onceEvent, type Rejection, type Transport } from './transport.js';
 
 // Express and Fastify both hand guards (request, response, next) as the context's arguments.
-const request = (context: ExecutionContext) => context.getArgByIndex<HttpRequestLike>(0);
-const response = (context: ExecutionContext) => context.getArgByIndex<HttpResponseLike>(1);
+const request = (context: ArgumentsHost) => context.getArgByIndex<HttpRequestLike>(0);
+const response = (context: ArgumentsHost) => context.getArgByIndex<HttpResponseLike>(1);
 
 /** The Node response under an Express response or a Fastify reply. */
 interface NodeResponseLike {
@@ -29,6 +30,10 @@ const neverUnclaimed = () => false;
 
 /** Controllers on Express or Fastify: keyed by method and route pattern, answered with 429. */
 export const httpTransport: Transport = {
+  request,
+
+  user: (context) => requestUser(request(context)),
+
   tracker: (context, ipv6Subnet) => defaultTracker(request(context), ipv6Subnet),
 
   credentialsWithoutUser: (context) => credentialsWithoutUser(request(context)),

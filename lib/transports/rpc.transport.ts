@@ -1,4 +1,4 @@
-import { type ExecutionContext } from '@nestjs/common';
+import { type ArgumentsHost } from '@nestjs/common';
 import { addressTracker, userTracker } from './trackers.js';
 import { optionalExport, whenLoaded } from './optional-export.js';
 import { rejectionPayload } from './error-payload.js';
@@ -24,9 +24,15 @@ const rpcException = optionalExport<ErrorClass>(
   async () => (await import('@nestjs/microservices')).RpcException,
 );
 
-const data = (context: ExecutionContext) => context.getArgByIndex<unknown>(0);
-const rpcContext = (context: ExecutionContext) =>
-  context.getArgByIndex<RpcContextLike | undefined>(1);
+const data = (context: ArgumentsHost) => context.getArgByIndex<unknown>(0);
+const rpcContext = (context: ArgumentsHost) => context.getArgByIndex<RpcContextLike | undefined>(1);
+
+/** The `user` a caller put in the message, as a gateway forwards the user it authenticated. */
+function messageUser(message: unknown): unknown {
+  return message != null && typeof message === 'object'
+    ? (message as { user?: unknown }).user
+    : undefined;
+}
 
 function patternOf(ctx: RpcContextLike | undefined): unknown {
   if (ctx == null || typeof ctx !== 'object') return undefined;
@@ -42,12 +48,12 @@ function patternOf(ctx: RpcContextLike | undefined): unknown {
  * bucket shared by every caller of the pattern.
  */
 export const rpcTransport: Transport = {
+  request: data,
+
+  user: (context) => messageUser(data(context)),
+
   tracker(context, ipv6Subnet) {
-    const message = data(context);
-    const user =
-      message != null && typeof message === 'object'
-        ? userTracker((message as { user?: unknown }).user)
-        : undefined;
+    const user = userTracker(messageUser(data(context)));
     if (user !== undefined) return user;
     const ctx = rpcContext(context);
     const socket = typeof ctx?.getSocketRef === 'function' ? ctx.getSocketRef() : undefined;

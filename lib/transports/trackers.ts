@@ -1,4 +1,4 @@
-import { type HttpRequestLike } from './http-request.js';
+import { type HttpRequestLike, requestUser } from './http-request.js';
 import { normalizeIp } from './client-ip.js';
 
 /**
@@ -28,8 +28,7 @@ export function addressTracker(address: string | undefined, ipv6Subnet: number):
  */
 export function defaultTracker(req: HttpRequestLike, ipv6Subnet: number): string {
   return (
-    userTracker(req.user ?? req.raw?.user) ??
-    addressTracker(req.ip ?? req.socket?.remoteAddress, ipv6Subnet)
+    userTracker(requestUser(req)) ?? addressTracker(req.ip ?? req.socket?.remoteAddress, ipv6Subnet)
   );
 }
 
@@ -39,5 +38,5 @@ export function defaultTracker(req: HttpRequestLike, ipv6Subnet: number): string
  * the user against the IP.
  */
 export function credentialsWithoutUser(req: HttpRequestLike): boolean {
-  return req.user == null && req.raw?.user == null && req.headers?.authorization !== undefined;
+  return requestUser(req) == null && req.headers?.authorization !== undefined;
 }

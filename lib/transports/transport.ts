@@ -1,4 +1,4 @@
-import { type ExecutionContext } from '@nestjs/common';
+import { type ArgumentsHost, type ExecutionContext } from '@nestjs/common';
 import { type HeaderMode } from './http-headers.js';
 import { type RateLimitDecision } from '../stores/store.interface.js';
 import { type PendingOutcomes, type Settle } from './pending-outcomes.js';
@@ -36,6 +36,13 @@ export interface Rejection {
  * call away. Implementations read the context's arguments by index, which allocates nothing.
  */
 export interface Transport {
+  /**
+   * The request of the call as the transport knows it (the HTTP request, the GraphQL context's
+   * request, the Socket.IO handshake request, the RPC message), or undefined.
+   */
+  request(context: ArgumentsHost): unknown;
+  /** The user the call carries, where {@link tracker} looks for one, or undefined. */
+  user(context: ArgumentsHost): unknown;
   /** Who the call counts against when no `getTracker` option is given. */
   tracker(context: ExecutionContext, ipv6Subnet: number): string;
   /**

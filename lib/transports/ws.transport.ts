@@ -1,4 +1,4 @@
-import { type ExecutionContext } from '@nestjs/common';
+import { type ArgumentsHost } from '@nestjs/common';
 import { addressTracker, userTracker } from './trackers.js';
 import { optionalExport, whenLoaded } from './optional-export.js';
 import { rejectionPayload } from './error-payload.js';
@@ -21,7 +21,10 @@ const wsException = optionalExport<ErrorClass>(
   async () => (await import('@nestjs/websockets')).WsException,
 );
 
-const client = (context: ExecutionContext) => context.getArgByIndex<WsClientLike>(0) ?? {};
+const client = (context: ArgumentsHost) => context.getArgByIndex<WsClientLike>(0) ?? {};
+
+/** The user of a socket: the one a connection middleware verified, else the handshake request's. */
+const socketUser = (socket: WsClientLike) => socket.data?.user ?? socket.request?.user;
 
 /**
  * `@SubscribeMessage` handlers of WebSocket gateways: keyed by event (`ws:<event>`), answered
@@ -32,10 +35,14 @@ const client = (context: ExecutionContext) => context.getArgByIndex<WsClientLike
  * a fresh bucket at will.
  */
 export const wsTransport: Transport = {
+  request: (context) => client(context).request,
+
+  user: (context) => socketUser(client(context)),
+
   tracker(context, ipv6Subnet) {
     const socket = client(context);
     return (
-      userTracker(socket.data?.user ?? socket.request?.user) ??
+      userTracker(socketUser(socket)) ??
       addressTracker(socket.handshake?.address ?? socket._socket?.remoteAddress, ipv6Subnet)
     );
   },
