@@ -85,8 +85,10 @@ export const graphqlTransport: Transport = {
 
   forwardedRequest(context) {
     const ctx = gqlContext(context);
-    const req = requestOf(ctx);
-    return userTracker(ctx.user) === undefined && req != null ? forwardedRequest(req) : undefined;
+    const req = operationRequest(ctx);
+    return userTracker(operationUser(ctx)) === undefined && req != null
+      ? forwardedRequest(req)
+      : undefined;
   },
 
   route(context, memo, place) {
