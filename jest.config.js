@@ -49,7 +49,8 @@ const shared = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
-  // Closes the GLIDE clients a spec file opened, each holding a native connection.
+  // Turns GLIDE's core logger off (GLIDE_LOG=warn turns it back on) and closes the GLIDE clients
+  // a spec file opened, each holding a native connection.
   setupFilesAfterEnv: ['<rootDir>/test/support/glide-cleanup.ts'],
 };
 
