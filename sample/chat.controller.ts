@@ -13,10 +13,9 @@ const body = (ctx: ExecutionContext) =>
   ctx.switchToHttp().getRequest<{ body?: ChatRequest }>().body ?? {};
 const maxTokensOf = (request: ChatRequest) => Math.min(request.max_tokens ?? 256, 4096);
 
-/** 10,000 tokens per user per day, from midnight UTC. */
+/** 10,000 tokens per user per day, from midnight UTC: a calendar quota counts in fixed windows. */
 const TOKENS_PER_DAY = {
   name: 'tokens',
-  algorithm: 'fixed-window',
   calendar: 'day',
   threshold: 10_000,
 } as const satisfies RateLimitPolicy;
