@@ -7,7 +7,7 @@ import { type LimitOverride, type OverrideWrite } from './override-source.js';
 
 /** The limit `RateLimitService.override` puts in place of a policy's own. */
 export interface OverrideLimit {
-  /** Requests allowed per period (concurrent calls for `'concurrency'`). A positive integer. */
+  /** Requests allowed per period (concurrent calls for `'concurrency'`). An integer from 1 to 10^9. */
   threshold: number;
   /** In place of the policy's period; omitted: the policy's own. A number means seconds. */
   period?: Duration;

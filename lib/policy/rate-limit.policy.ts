@@ -39,7 +39,7 @@ export interface RateLimitPolicy<C = never> {
    * for a quota by the calendar (`calendar`).
    */
   period?: Dynamic<Duration, C>;
-  /** Requests allowed per period. A positive integer. Default 3. */
+  /** Requests allowed per period. An integer from 1 to 10^9. Default 3. */
   threshold?: Dynamic<number, C>;
   /**
    * How requests are counted. Default `'sliding-window'`; with `calendar`, `'fixed-window'`.
@@ -50,7 +50,7 @@ export interface RateLimitPolicy<C = never> {
    * once. Default `threshold`. Only these two algorithms take it.
    */
   burst?: number;
-  /** How many requests one call counts as. A positive integer. Default 1. */
+  /** How many requests one call counts as. An integer from 1 to 10^9. Default 1. */
   cost?: Dynamic<number, C>;
   /**
    * Name in the `RateLimit` headers. Default `"<threshold>-per-<period>"`, e.g. `"5-per-1s"`;
