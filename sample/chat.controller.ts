@@ -12,10 +12,9 @@ const user = (ctx: ExecutionContext) =>
 const body = (ctx: ExecutionContext) => requestOf<{ body?: ChatRequest }>(ctx)?.body ?? {};
 const maxTokensOf = (request: ChatRequest) => Math.min(request.max_tokens ?? 256, 4096);
 
-/** 10,000 tokens per user per day, from midnight UTC. */
+/** 10,000 tokens per user per day, from midnight UTC: a calendar quota counts in fixed windows. */
 const TOKENS_PER_DAY = {
   name: 'tokens',
-  algorithm: 'fixed-window',
   calendar: 'day',
   threshold: 10_000,
 } as const satisfies RateLimitPolicy;

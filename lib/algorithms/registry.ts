@@ -88,3 +88,14 @@ export const RATE_ALGORITHMS: readonly RateAlgorithm[] = Object.freeze(
 
 /** The algorithm of a policy that names none: the exact sliding log. */
 export const DEFAULT_ALGORITHM: Algorithm = 'sliding-window';
+
+/**
+ * The algorithm of a quota by the calendar that names none: a count per calendar window. The
+ * sliding log has no windows to line up with the calendar.
+ */
+export const DEFAULT_CALENDAR_ALGORITHM: Algorithm = 'fixed-window';
+
+/** The algorithm of a policy that names none, by whether it counts in calendar windows. */
+export function defaultAlgorithm(followsCalendar: boolean): Algorithm {
+  return followsCalendar ? DEFAULT_CALENDAR_ALGORITHM : DEFAULT_ALGORITHM;
+}

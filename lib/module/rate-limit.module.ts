@@ -166,11 +166,9 @@ export class RateLimitModule implements OnApplicationShutdown {
   /** Configures the module from static options. */
   static forRoot(options: RateLimitRootOptions = {}): DynamicModule {
     const { globalGuard, ...moduleOptions } = options;
-    return this.assemble(
-      [{ provide: RATE_LIMIT_RAW_OPTIONS, useValue: moduleOptions }],
-      [],
-      globalGuard,
-    );
+    // A list, as @nestjs/throttler's forRoot() takes, goes on as it is, for bootstrap to refuse.
+    const raw = Array.isArray(options) ? options : moduleOptions;
+    return this.assemble([{ provide: RATE_LIMIT_RAW_OPTIONS, useValue: raw }], [], globalGuard);
   }
 
   /**

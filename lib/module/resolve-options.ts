@@ -1,5 +1,5 @@
 import { configError, parseDuration } from '../policy/validation.js';
-import { checkFields, knownFields } from '../policy/known-fields.js';
+import { checkFields, knownFields, throttlerSuggestion } from '../policy/known-fields.js';
 import { STORE_ERROR_POLICIES } from '../policy/rate-limit.policy.js';
 import { defaultMemoryBudget, heapLimitBytes } from '../stores/memory/memory-size.js';
 import { HEADER_MODES } from '../transports/http-headers.js';
@@ -16,15 +16,35 @@ export const DEFAULT_FUNCTION_TIMEOUT_MS = 1000;
 export const DEFAULT_ERROR_MESSAGE = 'Too Many Requests';
 export const DEFAULT_OVERRIDE_REFRESH_MS = 5000;
 
+// The module holds no limits: those written where @nestjs/throttler's module held them go on routes.
+const NO_LIMITS_HERE = 'in @RateLimit on a controller or method, as the module holds no limits';
+
 // What a factory returns is the module options alone; forRoot() has taken globalGuard out already.
+// @nestjs/throttler's options are named for what takes their place.
 const MODULE_FIELDS = knownFields(MODULE_OPTION_FIELDS, {
   globalGuard: 'globalGuard goes beside useFactory in forRootAsync(), not in what it returns',
+  ttl: `${throttlerSuggestion('ttl')}, ${NO_LIMITS_HERE}`,
+  limit: `${throttlerSuggestion('limit')}, ${NO_LIMITS_HERE}`,
+  throttlers: `@nestjs/throttler's throttlers become @RateLimit({ period, threshold }) on a controller or method, as the module holds no limits`,
+  storage:
+    "storage is @nestjs/throttler's name: give redis (a client, its options or a URL) or store (a custom RateLimitStore)",
+  ignoreUserAgents:
+    "ignoreUserAgents is @nestjs/throttler's: skipIf: (context) => boolean skips what it returns true for",
+  setHeaders: "setHeaders is @nestjs/throttler's name: headers: 'none' sends none",
+  ipv6SubnetPrefix: `did you mean "ipv6Subnet"? ipv6SubnetPrefix is @nestjs/throttler's name`,
+  generateKey:
+    "generateKey is @nestjs/throttler's: a policy's scope shares its limit between routes, keyPrefix namespaces every key",
 });
 
 /** Validates options once, at bootstrap, into a frozen form the hot path never re-checks. */
 export function resolveOptions(raw: RateLimitModuleOptions | undefined): ResolvedRateLimitOptions {
   const where = 'RateLimitModule options';
   if (raw == null || typeof raw !== 'object') throw configError(where, 'options', raw, 'an object');
+  if (Array.isArray(raw)) {
+    // @nestjs/throttler's forRoot() takes its list of throttlers in place of the options.
+    const expected = `an object, not a list of limits: those go ${NO_LIMITS_HERE}`;
+    throw configError(where, 'options', raw, expected);
+  }
   checkFields(raw, MODULE_FIELDS, where);
   const keyPrefix = raw.keyPrefix ?? DEFAULT_KEY_PREFIX;
   if (typeof keyPrefix !== 'string' || /[{}\s]/.test(keyPrefix)) {

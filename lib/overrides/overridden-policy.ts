@@ -7,7 +7,7 @@ import { type LimitOverride, type OverrideWrite } from './override-source.js';
 
 /** The limit `RateLimitService.override` puts in place of a policy's own. */
 export interface OverrideLimit {
-  /** Requests allowed per period (concurrent calls for `'concurrency'`). A positive integer. */
+  /** Requests allowed per period (concurrent calls for `'concurrency'`). An integer from 1 to 10^9. */
   threshold: number;
   /** In place of the policy's period; omitted: the policy's own. A number means seconds. */
   period?: Duration;
@@ -29,11 +29,13 @@ export interface OverrideOptions {
 }
 
 const TAKERS = REGISTRY.filter((e) => e.takesBurst).map((e) => e.name);
-const LIMIT_FIELDS = knownFields({
-  threshold: true,
-  period: true,
-  burst: true,
-} as const satisfies FieldList<OverrideLimit>);
+const LIMIT_FIELDS = knownFields(
+  { threshold: true, period: true, burst: true } as const satisfies FieldList<OverrideLimit>,
+  {
+    // Here more likely how long the override lasts than @nestjs/throttler's name for the period.
+    ttl: 'ttl, how long the override lasts, goes in the options: override(policy, { threshold }, { ttl }); the window is period',
+  },
+);
 const OPTION_FIELDS = knownFields({
   tracker: true,
   ttl: true,

@@ -1,5 +1,6 @@
 import {
   configError,
+  COUNT_RANGE,
   MAX_PERIOD_MS,
   MAX_THRESHOLD,
   NAME,
@@ -57,7 +58,7 @@ export function checkOverridePolicyName(value: unknown, where: string): string {
 /** Checks a threshold or burst: an integer from 1 to 10^9, as a policy's own. */
 export function checkOverrideCount(value: unknown, field: string, where: string): number {
   if (typeof value === 'number' && isCount(value)) return value;
-  throw configError(where, field, value, `an integer from 1 to ${MAX_THRESHOLD}`);
+  throw configError(where, field, value, COUNT_RANGE);
 }
 
 /** The error for one override more than {@link MAX_OVERRIDES}. */
@@ -78,10 +79,9 @@ export function storedEntryFault(entry: OverrideEntry): string | undefined {
   if (tracker !== undefined && (tracker === '' || tracker.length > MAX_OVERRIDE_TRACKER_LENGTH)) {
     return `its tracker is not 1 to ${MAX_OVERRIDE_TRACKER_LENGTH} characters`;
   }
-  if (!isCount(limit.threshold))
-    return `its threshold is not an integer from 1 to ${MAX_THRESHOLD}`;
+  if (!isCount(limit.threshold)) return `its threshold is not ${COUNT_RANGE}`;
   if (limit.burst !== undefined && !isCount(limit.burst)) {
-    return `its burst is not an integer from 1 to ${MAX_THRESHOLD}`;
+    return `its burst is not ${COUNT_RANGE}`;
   }
   const { periodMs } = limit;
   if (

@@ -37,9 +37,15 @@ export function checkFields(value: object, known: KnownFields, where: string): v
   }
 }
 
-/** `<where>: unknown field "treshold" (did you mean "threshold"?)`, or why it is not taken. */
+/**
+ * `<where>: unknown field "treshold" (did you mean "threshold"?)`, or why it is not taken, or the
+ * field a name from @nestjs/throttler stands for, which no typo distance would find.
+ */
 function unknownField(field: string, known: KnownFields, where: string): RateLimitConfigError {
-  const reason = known.elsewhere.get(field);
+  const meant = THROTTLER_NAMES.get(field);
+  const reason =
+    known.elsewhere.get(field) ??
+    (meant !== undefined && known.has.has(meant) ? throttlerSuggestion(field) : undefined);
   const nearest = reason === undefined ? nearestField(field, known.names) : undefined;
   const hint =
     reason ??
@@ -47,6 +53,24 @@ function unknownField(field: string, known: KnownFields, where: string): RateLim
       ? `known fields: ${known.names.join(', ')}`
       : `did you mean "${nearest}"?`);
   return new RateLimitConfigError(`${where}: unknown field ${JSON.stringify(field)} (${hint})`);
+}
+
+/** The fields of a policy that @nestjs/throttler names otherwise: its name, and the one here. */
+const THROTTLER_NAMES: ReadonlyMap<string, string> = new Map([
+  ['ttl', 'period'],
+  ['limit', 'threshold'],
+]);
+
+/**
+ * `did you mean "period"? ttl is @nestjs/throttler's name (...)` for `ttl` and `limit`, which
+ * someone moving from the throttler writes by habit; undefined for any other field.
+ */
+export function throttlerSuggestion(field: string): string | undefined {
+  const meant = THROTTLER_NAMES.get(field);
+  if (meant === undefined) return undefined;
+  // The throttler counts ttl in milliseconds: a value copied as it is would be 1000 times too long.
+  const units = field === 'ttl' ? `; ${meant} is in seconds or a string like '1m', not ms` : '';
+  return `did you mean "${meant}"? ${field} is @nestjs/throttler's name${units}`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { type Algorithm } from '../algorithms/algorithm.js';
-import { algorithmOf, DEFAULT_ALGORITHM, isAlgorithm, REGISTRY } from '../algorithms/registry.js';
+import { algorithmOf, defaultAlgorithm, isAlgorithm, REGISTRY } from '../algorithms/registry.js';
 import { CALENDAR_PERIOD_MS, type CalendarUnit, type CalendarWindow } from './calendar-window.js';
 import { resolveCalendar } from './calendar-policy.js';
 import { type FieldList } from './known-fields.js';
@@ -39,16 +39,18 @@ export interface RateLimitPolicy<C = never> {
    * for a quota by the calendar (`calendar`).
    */
   period?: Dynamic<Duration, C>;
-  /** Requests allowed per period. A positive integer. Default 3. */
+  /** Requests allowed per period. An integer from 1 to 10^9. Default 3. */
   threshold?: Dynamic<number, C>;
-  /** How requests are counted. Default `'sliding-window'`. */
+  /**
+   * How requests are counted. Default `'sliding-window'`; with `calendar`, `'fixed-window'`.
+   */
   algorithm?: Algorithm;
   /**
    * Token bucket: the bucket's capacity. Leaky bucket (GCRA): how many requests may arrive at
    * once. Default `threshold`. Only these two algorithms take it.
    */
   burst?: number;
-  /** How many requests one call counts as. A positive integer. Default 1. */
+  /** How many requests one call counts as. An integer from 1 to 10^9. Default 1. */
   cost?: Dynamic<number, C>;
   /**
    * Name in the `RateLimit` headers. Default `"<threshold>-per-<period>"`, e.g. `"5-per-1s"`;
@@ -83,13 +85,14 @@ export interface RateLimitPolicy<C = never> {
    * Count in windows that follow the calendar, in place of `period`: a day, a week (from
    * Monday) or a month, in `timeZone`, from midnight or from the `anchor`. A window lasts as long
    * as the calendar says (a day of 23 or 25 hours across a daylight-saving change, a month of
-   * 28 to 31 days); `Retry-After` and the reset point to the real end. For `fixed-window` and
-   * `sliding-window-counter`.
+   * 28 to 31 days); `Retry-After` and the reset point to the real end. Counted by `fixed-window`
+   * when the policy names no algorithm; `sliding-window-counter` follows the calendar too, and
+   * any other algorithm named beside it is an error.
    *
    * @example
    * ```ts
    * // 10,000 tokens per user per day, reset at midnight in New York
-   * @RateLimit({ algorithm: 'fixed-window', calendar: 'day', timeZone: 'America/New_York', threshold: 10_000 })
+   * @RateLimit({ calendar: 'day', timeZone: 'America/New_York', threshold: 10_000 })
    * ```
    */
   calendar?: CalendarUnit;
@@ -176,7 +179,7 @@ export function resolvePolicy(
   where: string,
 ): ResolvedPolicy {
   checkShape(policy, where);
-  const algorithm = checkAlgorithm(policy?.algorithm, where);
+  const algorithm = checkAlgorithm(policy, where);
   const calendar = resolveCalendar(policy, algorithm, where);
   // Only a missing field takes the default; an explicit null is a mistake worth reporting.
   const periodMs =
@@ -241,8 +244,16 @@ export function checkShape(
   }
 }
 
-export function checkAlgorithm(value: unknown, where: string): Algorithm {
-  const algorithm = valueOr(value, DEFAULT_ALGORITHM);
+/**
+ * The algorithm a policy counts with: the one it names, checked, else the default for it (a fixed
+ * window for a quota by the calendar, the sliding log otherwise). Decided here alone: keys,
+ * headers, the block cache, telemetry and overrides all read the algorithm this returns.
+ */
+export function checkAlgorithm(
+  policy: Pick<RateLimitPolicy<unknown>, 'algorithm' | 'calendar'> | undefined,
+  where: string,
+): Algorithm {
+  const algorithm = valueOr(policy?.algorithm, defaultAlgorithm(policy?.calendar !== undefined));
   if (!isAlgorithm(algorithm)) {
     throw configError(where, 'algorithm', algorithm, `one of ${namesOf(REGISTRY).join(', ')}`);
   }

@@ -9,6 +9,8 @@ export class RateLimitConfigError extends Error {
 export const MAX_PERIOD_MS = 10 * 365 * 24 * 3600 * 1000;
 // Large enough for any real quota, small enough that counts times windows stay exact doubles.
 export const MAX_THRESHOLD = 1_000_000_000;
+/** What a count must be, in every message about one (threshold, burst, cost, an override's). */
+export const COUNT_RANGE = `an integer from 1 to ${MAX_THRESHOLD}`;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
 export const NAME = /^[A-Za-z0-9_.\-*]{1,64}$/;
@@ -38,7 +40,7 @@ export function parseDuration(value: unknown, field: string, where: string): num
   return rounded;
 }
 
-/** Checks a count (threshold, burst, cost): a positive integer within bounds. */
+/** Checks a count (threshold, burst, cost): an integer from 1 to {@link MAX_THRESHOLD}. */
 export function checkCount(value: unknown, field: string, where: string): number {
   if (
     typeof value !== 'number' ||
@@ -46,7 +48,7 @@ export function checkCount(value: unknown, field: string, where: string): number
     value < 1 ||
     value > MAX_THRESHOLD
   ) {
-    throw configError(where, field, value, 'a positive integer');
+    throw configError(where, field, value, COUNT_RANGE);
   }
   return value;
 }

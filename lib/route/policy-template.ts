@@ -119,7 +119,7 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
   const { period, threshold, anchor, cost = DEFAULT_COST, name } = policy;
   const costValue = typeof cost === 'function' ? cost : checkCount(cost, 'cost', where);
   // Check now what does not depend on the request, so mistakes surface at startup.
-  const algorithm = checkAlgorithm(policy.algorithm, where);
+  const algorithm = checkAlgorithm(policy, where);
   if (algorithmOf(algorithm).holdsLeases && route.count !== 'all') {
     throw configError(
       where,
@@ -167,10 +167,7 @@ function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): P
   }
   resolveBlock(policy.blockDuration, where);
   if (policy.burst !== undefined)
-    resolvePolicy(
-      { algorithm: policy.algorithm, burst: policy.burst, threshold: policy.burst },
-      where,
-    );
+    resolvePolicy({ algorithm, burst: policy.burst, threshold: policy.burst }, where);
   const variants = new Map<string, ResolvedPolicy>();
   const resolveWith = (periodValue: unknown, thresholdValue: unknown, anchorValue: unknown) => {
     const cacheKey = `${typeof periodValue}:${String(periodValue)}|${typeof thresholdValue}:${String(thresholdValue)}|${anchorKey(anchorValue)}`;

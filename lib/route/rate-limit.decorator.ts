@@ -20,10 +20,11 @@ type ClassOrMethodDecorator = (
  * defined, naming `Controller.method`.
  *
  * @param policies `period` (seconds, or `'500ms'`, `'30s'`, `'5m'`, `'1h'`, `'1d'`; default 60),
- *   `threshold` (a positive integer; default 3), `algorithm` (default `'sliding-window'`),
- *   `burst`, `cost` and `name`. `period`, `threshold` and `cost` may be functions of the
- *   `ExecutionContext`, e.g. to read the customer's plan. `scope` shares a policy's budget
- *   beyond its route: `'controller'`, `'app'` or a name of your own.
+ *   `threshold` (an integer from 1 to 10^9; default 3), `algorithm` (default
+ *   `'sliding-window'`; with `calendar`, `'fixed-window'`), `burst`, `cost` and `name`. `period`,
+ *   `threshold` and `cost` may be functions of the `ExecutionContext`, e.g. to read the
+ *   customer's plan. `scope` shares a policy's budget beyond its route: `'controller'`, `'app'`
+ *   or a name of your own.
  *
  * @example
  * ```ts

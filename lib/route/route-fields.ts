@@ -49,7 +49,7 @@ function checkSettle(policy: RoutePolicy, count: CountMode, where: string): Rout
   if (typeof settle !== 'function') {
     throw configError(where, 'settle', settle, 'a function of the context and the result');
   }
-  const algorithm = checkAlgorithm(policy.algorithm, where);
+  const algorithm = checkAlgorithm(policy, where);
   if (algorithmOf(algorithm).holdsLeases) {
     throw configError(
       where,

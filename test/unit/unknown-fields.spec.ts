@@ -83,7 +83,7 @@ describe('@RateLimit rejects a field it does not know when the class is defined'
   it('in any policy of a list, and lists the known fields when none is near', () => {
     const policies = [
       { period: '1s', threshold: 5 },
-      { period: '1h', limit: 1000 },
+      { period: '1h', quota: 1000 },
     ];
     expect(() => {
       class SearchController {
@@ -92,7 +92,7 @@ describe('@RateLimit rejects a field it does not know when the class is defined'
       }
       return SearchController;
     }).toThrow(
-      /^@RateLimit on SearchController\.search: unknown field "limit" \(known fields: period, threshold, .*, settle\)$/,
+      /^@RateLimit on SearchController\.search: unknown field "quota" \(known fields: period, threshold, .*, settle\)$/,
     );
   });
 

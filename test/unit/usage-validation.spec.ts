@@ -2,6 +2,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import { RateLimitModule, RateLimitService } from '../../lib/index.js';
+import { RATE_LIMIT_POLICY } from '../../lib/rate-limit.constants.js';
+import { type PolicyTemplate } from '../../lib/route/policy-template.js';
 import { decorationError, onMethod } from '../support/decoration.js';
 
 describe('@RateLimit validation of calendar windows', () => {
@@ -14,11 +16,32 @@ describe('@RateLimit validation of calendar windows', () => {
     }
   });
 
-  it('refuses the default algorithm too: the sliding log has no windows to align', () => {
-    const error = decorationError(onMethod({ calendar: 'month' }));
-    expect(error.message).toMatch(
-      /^@RateLimit on X\.m: calendar must be omitted for sliding-window/,
+  it('counts a calendar policy that names no algorithm in fixed windows, its function anchor too', () => {
+    const templates = (define: () => unknown) =>
+      Reflect.getMetadata(
+        RATE_LIMIT_POLICY,
+        (define() as { prototype: { m: object } }).prototype.m,
+      ) as PolicyTemplate[];
+    const [fixed, dynamic] = templates(
+      onMethod([
+        { calendar: 'month', threshold: 1000, name: 'monthly' },
+        { calendar: 'day', threshold: 10, anchor: () => '2026-01-01T09:00:00Z', name: 'daily' },
+      ]),
     );
+    expect(fixed.algorithm).toBe('fixed-window');
+    expect(fixed.fixed).toMatchObject({ algorithm: 'fixed-window', id: 'fw:monthly' });
+    expect(dynamic.algorithm).toBe('fixed-window');
+    expect(dynamic.fixed).toBeUndefined();
+  });
+
+  it('names the algorithm a calendar policy counts with when it refuses a burst', () => {
+    expect(decorationError(onMethod({ calendar: 'day', threshold: 5, burst: 2 })).message).toBe(
+      '@RateLimit on X.m: burst must be omitted for fixed-window (only token-bucket and leaky-bucket take it), got 2',
+    );
+    expect(
+      decorationError(onMethod({ calendar: 'day', anchor: () => 0, threshold: 5, burst: 2 }))
+        .message,
+    ).toMatch(/^@RateLimit on X\.m: burst must be omitted for fixed-window/);
   });
 
   it('refuses period beside calendar, and an unknown unit', () => {
@@ -97,6 +120,29 @@ describe('@RateLimit validation of settle', () => {
     expect(decorationError(onMethod({ count: 'failures', settle: () => 1 })).message).toBe(
       `@RateLimit on X.m: settle must be omitted with count: 'failures' (a request that succeeds is given back, not settled), got "a function"`,
     );
+  });
+});
+
+describe('RateLimitService: a calendar policy that names no algorithm', () => {
+  it('is a fixed-window policy, and overrides of it are checked as such', async () => {
+    const ref = await Test.createTestingModule({ imports: [RateLimitModule.forRoot()] }).compile();
+    const limiter = ref.get(RateLimitService);
+    const decision = await limiter.consume('k', {
+      calendar: 'month',
+      threshold: 1000,
+      name: 'monthly',
+    });
+    expect(decision.policies[0].policy).toMatchObject({
+      algorithm: 'fixed-window',
+      id: 'fw:monthly',
+    });
+    await expect(limiter.override('monthly', { threshold: 5, burst: 2 })).rejects.toThrow(
+      'RateLimitService.override: burst must be omitted for fixed-window (only token-bucket and leaky-bucket take it), got 2',
+    );
+    expect(() => limiter.consume('k', { algorithm: 'sliding-window', calendar: 'month' })).toThrow(
+      'RateLimitService.consume: calendar must be omitted for sliding-window (only sliding-window-counter and fixed-window count in calendar windows), got "month"',
+    );
+    await ref.close();
   });
 });
 

@@ -108,10 +108,42 @@ describe('policies', () => {
     expect(resolvePolicy({ blockDuration: '15m' }, 'w').blockUs).toBe(900_000_000);
   });
 
-  it.each([0, -2, 2.5, NaN, '3', null])('rejects threshold %p', (threshold) => {
+  it.each([0, -2, 2.5, NaN, '3', null, 1e9 + 1])('rejects threshold %p', (threshold) => {
     expect(() => resolvePolicy({ threshold: threshold as number }, 'w')).toThrow(
-      /^w: threshold must be a positive integer, got /,
+      /^w: threshold must be an integer from 1 to 1000000000, got /,
     );
+  });
+
+  it('names the bound of a count past it, as an override does: threshold, burst and cost', () => {
+    expect(() => resolvePolicy({ threshold: 1e12 }, 'w')).toThrow(
+      new RateLimitConfigError(
+        'w: threshold must be an integer from 1 to 1000000000, got 1000000000000',
+      ),
+    );
+    expect(() => resolvePolicy({ algorithm: 'token-bucket', burst: 1e12 }, 'w')).toThrow(
+      new RateLimitConfigError(
+        'w: burst must be an integer from 1 to 1000000000, got 1000000000000',
+      ),
+    );
+    expect(() => {
+      class ReportsController {
+        @RateLimit({ threshold: 1e12 })
+        export() {}
+      }
+      return ReportsController;
+    }).toThrow(
+      '@RateLimit on ReportsController.export: threshold must be an integer from 1 to 1000000000, got 1000000000000',
+    );
+    expect(() => {
+      class ReportsController {
+        @RateLimit({ threshold: 10, cost: 2e9 })
+        export() {}
+      }
+      return ReportsController;
+    }).toThrow(
+      '@RateLimit on ReportsController.export: cost must be an integer from 1 to 1000000000, got 2000000000',
+    );
+    expect(resolvePolicy({ threshold: 1e9 }, 'w').threshold).toBe(1e9);
   });
 
   it('rejects a policy that is not an object, and names with unsafe characters', () => {
@@ -128,7 +160,9 @@ describe('policies', () => {
         list() {}
       }
       return BadController;
-    }).toThrow('@RateLimit on BadController.list: threshold must be a positive integer, got 0');
+    }).toThrow(
+      '@RateLimit on BadController.list: threshold must be an integer from 1 to 1000000000, got 0',
+    );
 
     expect(() => {
       @RateLimit({ period: '10 parsecs' })
@@ -205,6 +239,12 @@ describe('RateLimitService.consume input', () => {
     expect(() => service.consume('', { threshold: 1 })).toThrow(/key must be a non-empty string/);
     expect(() => service.consume('k', { threshold: -1 })).toThrow(
       /RateLimitService.consume: threshold must be/,
+    );
+    expect(() => service.consume('k', { threshold: 1e12 })).toThrow(
+      'RateLimitService.consume: threshold must be an integer from 1 to 1000000000, got 1000000000000',
+    );
+    expect(() => service.consume('k', { threshold: 10 }, { cost: 1e12 })).toThrow(
+      'RateLimitService.consume: cost must be an integer from 1 to 1000000000, got 1000000000000',
     );
     await expect(service.consume('k', { threshold: 2 }, { cost: 3 })).resolves.toMatchObject({
       allowed: false,

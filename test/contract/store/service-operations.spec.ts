@@ -85,7 +85,7 @@ describe.each(STORE_KINDS)('RateLimitService operations on the %s store', (kind)
       /RateLimitService\.refund: key must be a non-empty string/,
     );
     expect(() => limiter.peek('k', LOGIN, { cost: 0 })).toThrow(
-      /RateLimitService\.peek: cost must be a positive integer, got 0/,
+      /RateLimitService\.peek: cost must be an integer from 1 to 1000000000, got 0/,
     );
     const routeOnly = { ...LOGIN, count: 'failures' } as RateLimitPolicy;
     expect(() => limiter.consume('k', routeOnly)).toThrow(
