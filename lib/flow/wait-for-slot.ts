@@ -76,9 +76,12 @@ export async function waitForSlot(
     for (;;) {
       const elapsedMs = performance.now() - started;
       const leftMs = wait.maxWaitMs - elapsedMs;
-      const decision = bookable
-        ? await execute(store, { op: 'reserve', limits, maxWaitMs: Math.max(0, leftMs) })
-        : await execute(store, { op: 'consume', limits });
+      // Nothing to book once no wait for a rate is left (a route that only waits for outcomes):
+      // a consume, which a local block may answer.
+      const decision =
+        bookable && leftMs > 0
+          ? await execute(store, { op: 'reserve', limits, maxWaitMs: leftMs })
+          : await execute(store, { op: 'consume', limits });
       if (decision.allowed) {
         // The wait runs from the reply, so the call starts at its slot or after, never before.
         // A timer may fire up to a millisecond early: then it sleeps the rest.
