@@ -20,8 +20,9 @@ export class AuthController {
   /**
    * Five wrong passwords for one account, from any address, lock that account out for 15
    * minutes; right passwords never count. Try: curl -i -d username=ann -d password=x
-   * localhost:3000/auth/login (six times), then with password=open-sesame. While Redis is
-   * down, logins are refused (503) rather than counted per instance.
+   * localhost:3000/auth/login (six times), then with password=open-sesame. Logins at once (tabs,
+   * retries) that find five still in flight wait for their outcomes, up to 2 s, rather than be
+   * turned away. While Redis is down, logins are refused (503) rather than counted per instance.
    */
   @RateLimit({
     period: '15m',

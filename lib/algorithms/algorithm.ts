@@ -41,6 +41,13 @@ export const NEVER = -1;
  */
 export const ON_RELEASE = -2;
 
+/**
+ * The decision drivers' `retryAfterUs` for a rejection that only requests still in flight cause,
+ * on a policy that counts some outcomes: their outcomes may make room at any moment, so no wait is
+ * promised, and no lock-out starts. Clients are told {@link ON_RELEASE_RETRY_US}.
+ */
+export const ON_OUTCOME = -3;
+
 /** The wait clients are told when only a release can make room: come back in a second. */
 export const ON_RELEASE_RETRY_US = 1_000_000;
 

@@ -17,6 +17,12 @@
 --          allowed (0 while a policy is over its limit), and each policy's remaining quota.
 --          Encoded from a store call in lib/stores/call-encoding.ts, as are a block's lock-out and
 --          costs in argv[3..]; the memory twin, decide.ts, takes the same encoding.
+--          A consume, reserve or refund may end in `;<u1>,<u2>,...`, one number per policy: the
+--          units of a request whose outcome is not known yet, on a route that counts only some
+--          outcomes (0 for a policy that counts every request). Each policy with units has its
+--          ledger of such requests among the keys (see `pending` below). A consume or reserve
+--          that counts the request adds it there; a refund (sent once the outcome is known, even
+--          when it gives nothing back) takes `r<µs>`'s request out again.
 -- argv[2]  the clock, in one of three forms:
 --          - `<deadline µs>`, or empty for none: the usual form. Redis TIME is the one shared
 --            clock, and the deadline is the last moment (on that clock) the caller still waits
@@ -38,10 +44,12 @@
 --          [b3, b4) holds the caller's estimate of now, and the window that holds Redis's own is
 --          picked (see window_of); the longest sets how long the keys live. The caller joins them
 --          once per window.
--- keys[#argv - 1], when there is one more key than policies: the decision's id key (see
---          once.lua). A decision that writes carries one, so that it never applies twice.
+-- keys after the policies' own: the ledgers, one per policy with units in argv[1], in order;
+--          then, when there is one more key: the decision's id key (see once.lua). A decision
+--          that writes carries one, so that it never applies twice.
 --
--- Reply: { allowed, then four per policy: allowed, remaining, retry_after_us (NEVER, ON_RELEASE),
+-- Reply: { allowed, then four per policy: allowed, remaining, retry_after_us (NEVER, ON_RELEASE,
+--          ON_OUTCOME),
 --          reset_after_ms, then now (µs), then the lease id when a concurrency policy took one };
 --          { -1, now } when it came too late and did nothing; { -2 } when the server refused TIME,
 --          and it did nothing. A decision whose id key is set answers the reply stored there, and
@@ -98,6 +106,16 @@ end
 
 local function lock_out(key, p, now, slack)
   redis.call('SET', key, -(now + p.block), 'PX', ms(p.block) + slack)
+end
+
+-- Whether only the requests in flight on its ledger make a policy reject: without them, the
+-- request would fit. Then it waits for their outcomes rather than starting a lock-out.
+local function pending(key, ledger, now, p, w1, w2, ahead)
+  local units = in_flight(ledger, now, p)
+  if units == 0 then
+    return false
+  end
+  return p.algorithm.check(key, now, costing(p, math.max(p.cost - units, 0)), w1, w2, ahead) == 1
 end
 
 -- Opens a policy's key for its algorithm: the end of a lock-out in force, or else nil and what the
@@ -186,6 +204,19 @@ local function decide(keys, argv, time)
     end
     now, deadline = time, tonumber(clock)
   end
+  local op, at, units, ledgers = argv[1], nil, nil, {}
+  local list = string.find(op, ';', 1, true)
+  if list then
+    units = units_of(string.sub(op, list + 1))
+    op = string.sub(op, 1, list - 1)
+    -- Taken off the keys in order, so that what is left reads as it always has.
+    local first_ledger = #argv - 1
+    for i = 1, #units do
+      if units[i] ~= 0 then
+        ledgers[i] = table.remove(keys, first_ledger)
+      end
+    end
+  end
   local once = nil
   if #keys > #argv - 2 then
     once = table.remove(keys)
@@ -201,14 +232,13 @@ local function decide(keys, argv, time)
   if deadline and (caller and passed(once, deadline) or (not caller and now > deadline)) then
     return { -1, now }
   end
-  local op, at = argv[1], nil
   if #op > 1 then
     at = tonumber(string.sub(op, 2))
     op = string.sub(op, 1, 1)
   end
 
   -- One policy consumed, the usual case: the same steps without the tables that gather several.
-  if #keys == 1 and op == 'c' then
+  if #keys == 1 and op == 'c' and not units then
     local allowed, remaining, retry, reset, lease = consume_one(keys[1], policy(argv[3]), now, slack)
     return remember(once, deadline, now, op, { allowed, allowed, remaining, retry, reset, now, lease })
   end
@@ -243,6 +273,9 @@ local function decide(keys, argv, time)
         lost = not a.renew(keys[i], now, p, slack, at) or lost
       end
     end
+    if op == 'r' and ledgers[i] and at then
+      enter(ledgers[i], at, -units[i], p, slack)
+    end
     if op == 'x' or op == 'r' or op == 'l' or op == 'n' or op == 's' then
       p = costing(p, 0)
     end
@@ -258,6 +291,9 @@ local function decide(keys, argv, time)
     else
       local ok, retry = p.algorithm.check(keys[i], now, p, w1, w2, ahead)
       checks[i] = { ok, retry, w1, w2 }
+      if ok == 0 and retry ~= NEVER and ledgers[i] and (op == 'c' or op == 'w') then
+        checks[i][6] = pending(keys[i], ledgers[i], now, p, w1, w2, ahead)
+      end
     end
     if checks[i][1] == 0 then
       allowed = 0
@@ -271,10 +307,16 @@ local function decide(keys, argv, time)
   for i = 1, #keys do
     local p, c = policies[i], checks[i]
     local remaining, reset, retry = nil, nil, c[2]
-    if c[1] == 0 then
+    if c[6] then
+      remaining, reset = p.algorithm.status(keys[i], now, p, c[3], c[4])
+      retry = ON_OUTCOME
+    elseif c[1] == 0 then
       remaining, reset, retry = rejected(keys[i], p, now, slack, op, c[2], c[3], c[4], c[5])
     elseif takes then
       remaining, reset = p.algorithm.commit(keys[i], now, p, slack, c[3], c[4], lease)
+      if ledgers[i] then
+        enter(ledgers[i], now, units[i], p, slack)
+      end
     elseif op ~= 'p' or allowed == 0 then
       remaining, reset = p.algorithm.status(keys[i], now, p, c[3], c[4])
     else

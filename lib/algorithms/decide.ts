@@ -3,10 +3,12 @@ import {
   type AlgorithmTwin,
   ms,
   NEVER,
+  ON_OUTCOME,
   type Params,
   type Stored,
 } from './algorithm.js';
 import { leaseId } from './concurrency.js';
+import { enter, inFlight } from './ledger.js';
 import { algorithmOf } from './registry.js';
 
 /**
@@ -30,6 +32,16 @@ export interface KeyValues {
   delete(key: string): void;
 }
 
+/**
+ * A policy's ledger of requests counted whose outcome is not known yet, on a route that counts
+ * only some outcomes: where it lives, and the units of the request this call counts there or takes
+ * out of it (see `pending` in `decide.lua`).
+ */
+export interface Ledger {
+  readonly key: string;
+  readonly units: number;
+}
+
 /** The twin of a lock-out: it replaces the key's state, as `-until` does in Redis. */
 export class LockOut {
   constructor(readonly untilUs: number) {}
@@ -42,7 +54,8 @@ export class LockOut {
  * retry_after_us, reset_after_ms per policy, then now (µs), then the lease id if one was taken }`).
  * `at` is what follows the operation's letter in Lua: a refund's or a settlement's arrival time, a
  * reservation's longest wait (µs), a lease id. A settlement's costs are signed: charged (> 0) or
- * given back as a refund would (< 0).
+ * given back as a refund would (< 0). `ledgers`, per policy, as the keys after the policies' own
+ * in Lua: counted by a consume or reserve, taken out by a refund.
  */
 export function decide(
   op: Operation,
@@ -51,6 +64,7 @@ export function decide(
   now: number,
   values: KeyValues,
   at?: number,
+  ledgers?: readonly (Ledger | undefined)[],
 ): number[] {
   const n = keys.length;
   // Each policy's twin, as each Lua policy carries its algorithm.
@@ -82,6 +96,10 @@ export function decide(
         else values.set(keys[i], renewed.state, renewed.expiresAtUs);
       }
     }
+    const ledger = ledgers?.[i];
+    if (op === 'r' && ledger !== undefined && at !== undefined) {
+      enter(ledger.key, at, -ledger.units, p, values);
+    }
   }
   // What is left afterwards is what a request of no cost would see.
   const params =
@@ -96,6 +114,7 @@ export function decide(
     retryAfterUs: number;
     work: unknown;
     lock?: number;
+    pending?: boolean;
   }>(n);
   let allowed = 1;
   for (let i = 0; i < n; i++) {
@@ -106,6 +125,11 @@ export function decide(
     } else {
       states[i] = state;
       checks[i] = twins[i].check(state, now, params[i], ahead);
+      const ledger = ledgers?.[i];
+      const { allowed: fits, retryAfterUs } = checks[i];
+      if (!fits && retryAfterUs !== NEVER && ledger !== undefined && (op === 'c' || op === 'w')) {
+        checks[i].pending = pending(twins[i], state, ledger.key, now, params[i], values, ahead);
+      }
     }
     if (!checks[i].allowed) allowed = 0;
   }
@@ -120,7 +144,10 @@ export function decide(
     const c = checks[i];
     let outcome: { remaining: number; resetAfterMs: number };
     let retry = c.retryAfterUs;
-    if (!c.allowed) {
+    if (c.pending === true) {
+      outcome = twin.status(states[i], now, p, c.work);
+      retry = ON_OUTCOME;
+    } else if (!c.allowed) {
       if (c.lock !== undefined) {
         outcome = { remaining: 0, resetAfterMs: ms(retry) };
       } else if (p.blockUs > 0 && retry !== NEVER) {
@@ -134,6 +161,8 @@ export function decide(
       const done = twin.commit(states[i], now, p, c.work, lease);
       values.set(keys[i], done.state, done.expiresAtUs);
       outcome = done;
+      const ledger = ledgers?.[i];
+      if (ledger !== undefined) enter(ledger.key, now, ledger.units, p, values);
     } else if (op !== 'p' || allowed === 0) {
       outcome = twin.status(states[i], now, p, c.work);
     } else {
@@ -165,4 +194,19 @@ function store(key: string, values: KeyValues, left: Stored<unknown> | undefined
 
 function lockOut(key: string, now: number, p: PolicyArgs, values: KeyValues): void {
   values.set(key, new LockOut(now + p.blockUs), now + ms(p.blockUs) * 1000);
+}
+
+/** Like `pending` in `decide.lua`: whether the request would fit without the units in flight. */
+function pending(
+  twin: AlgorithmTwin<unknown, unknown>,
+  state: unknown,
+  key: string,
+  now: number,
+  p: PolicyArgs,
+  values: KeyValues,
+  ahead: number | undefined,
+): boolean {
+  const units = inFlight(key, now, p, values);
+  if (units === 0) return false;
+  return twin.check(state, now, { ...p, cost: Math.max(p.cost - units, 0) }, ahead).allowed;
 }

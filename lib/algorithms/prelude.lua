@@ -12,7 +12,9 @@ end
 -- What a check answers for a wait when the cost can never fit (no wait would help), and when only a
 -- holder letting go of its lease can make room: that may happen at any moment, so no wait is
 -- promised (clients are told to come back in a second; see ON_RELEASE_RETRY_US in algorithm.ts).
-local NEVER, ON_RELEASE = -1, -2
+-- ON_OUTCOME: what the decision driver answers when only requests whose outcome is not known yet
+-- fill a policy that counts some outcomes (see `pending` in decide.lua); told as ON_RELEASE is.
+local NEVER, ON_RELEASE, ON_OUTCOME = -1, -2, -3
 
 -- The most a charge can put a bucket in debt, in µs of refill or draining past empty (about 31
 -- years, as far as a bucket itself may reach; see MAX_DEBT_US in algorithm.ts). A debt that long is

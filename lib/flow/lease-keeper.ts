@@ -121,6 +121,14 @@ export class LeaseKeeper {
     };
   }
 
+  /**
+   * Wakes the callers waiting on `keys` here: room was made there otherwise than by a release (a
+   * request whose outcome was waited for has ended).
+   */
+  roomMade(keys: readonly string[]): void {
+    for (const key of keys) this.wake(key);
+  }
+
   /** Leases held now. */
   get size(): number {
     return this.held.size;

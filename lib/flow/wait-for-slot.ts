@@ -1,5 +1,5 @@
 import { algorithmOf } from '../algorithms/registry.js';
-import { leaseOf, leasesFullOf } from '../stores/decision.js';
+import { leaseOf, leasesFullOf, outcomesPendingOf } from '../stores/decision.js';
 import { execute, type Limits } from '../stores/store-call.js';
 import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
@@ -7,6 +7,12 @@ import { type LeaseKeeper } from './lease-keeper.js';
 /** How long a call may wait for its slot, and how to tell that its caller went away. */
 export interface SlotWait {
   readonly maxWaitMs: number;
+  /**
+   * How long a rejection that only requests still in flight cause (on a policy counting some
+   * outcomes) may be waited out, when longer than `maxWaitMs`; such a wait ends as soon as those
+   * requests' outcomes make room.
+   */
+  readonly outcomeWaitMs?: number;
   /** Subscribes to the caller going away (an aborted signal, a closed connection); returns how to unsubscribe. */
   readonly onAbandon?: (listener: () => void) => (() => void) | undefined;
   /** What the wait rejects with once its caller has gone. */
@@ -68,10 +74,14 @@ export async function waitForSlot(
   watch();
   try {
     for (;;) {
-      const leftMs = wait.maxWaitMs - (performance.now() - started);
-      const decision = bookable
-        ? await execute(store, { op: 'reserve', limits, maxWaitMs: Math.max(0, leftMs) })
-        : await execute(store, { op: 'consume', limits });
+      const elapsedMs = performance.now() - started;
+      const leftMs = wait.maxWaitMs - elapsedMs;
+      // Nothing to book once no wait for a rate is left (a route that only waits for outcomes):
+      // a consume, which a local block may answer.
+      const decision =
+        bookable && leftMs > 0
+          ? await execute(store, { op: 'reserve', limits, maxWaitMs: leftMs })
+          : await execute(store, { op: 'consume', limits });
       if (decision.allowed) {
         // The wait runs from the reply, so the call starts at its slot or after, never before.
         // A timer may fire up to a millisecond early: then it sleeps the rest.
@@ -93,7 +103,7 @@ export async function waitForSlot(
       const next =
         decision.degraded !== undefined && decision.degraded !== 'memory'
           ? undefined
-          : nextTry(decision, leftMs);
+          : nextTry(decision, leftMs, (wait.outcomeWaitMs ?? 0) - elapsedMs);
       if (next === undefined) {
         if (slept) wait.onWaited?.(started, 'limited', decision);
         return decision;
@@ -124,12 +134,12 @@ async function giveBack(
   limits: Limits,
   decision: RateLimitDecision,
 ): Promise<void> {
-  const { keys, policies, costs } = limits;
+  const { keys, policies, costs, ledgers } = limits;
   const rateCosts = policies.map((p, i) => (algorithmOf(p.algorithm).holdsLeases ? 0 : costs[i]));
   const undo: Array<Promise<unknown>> = [];
   if (rateCosts.some((c) => c > 0)) {
-    const rates = { keys, policies, costs: rateCosts };
-    undo.push(execute(store, { op: 'refund', limits: rates, of: decision }));
+    const rates = { keys, policies, costs: rateCosts, ledgers };
+    undo.push(execute(store, { op: 'refund', limits: rates, of: decision, counted: costs }));
   }
   if (leaseOf(decision) !== undefined) {
     undo.push(execute(store, { op: 'release', limits, of: decision }));
@@ -137,26 +147,34 @@ async function giveBack(
   await Promise.allSettled(undo);
 }
 
-/** When to ask again after a rejection, or undefined when it cannot fit in time. */
+/**
+ * When to ask again after a rejection, or undefined when it cannot fit in time. Requests in flight
+ * that alone fill a policy are waited for as a full concurrency limit is, within `outcomeLeftMs`.
+ */
 function nextTry(
   decision: RateLimitDecision,
   leftMs: number,
+  outcomeLeftMs: number,
 ): { ms: number; onLease: boolean } | undefined {
   if (decision.retryAfterMs === Infinity) return undefined;
   let rateMs = 0;
   let leasesFull = false;
+  let inFlight = false;
   for (const p of decision.policies) {
     if (p.allowed) continue;
     if (leasesFullOf(p)) {
       leasesFull = true;
+    } else if (outcomesPendingOf(p)) {
+      inFlight = true;
     } else if (p.retryAfterMs > rateMs) {
       rateMs = p.retryAfterMs;
     }
   }
-  if (rateMs > leftMs || leftMs <= 0) return undefined;
-  if (!leasesFull) return { ms: rateMs, onLease: false };
+  const budgetMs = inFlight && !leasesFull ? Math.max(leftMs, outcomeLeftMs) : leftMs;
+  if ((rateMs > 0 && rateMs > leftMs) || budgetMs <= 0) return undefined;
+  if (!leasesFull && !inFlight) return { ms: rateMs, onLease: false };
   const pollMs = LEASE_POLL_MS + Math.random() * LEASE_POLL_JITTER_MS;
-  return { ms: Math.max(rateMs, Math.min(leftMs, pollMs)), onLease: true };
+  return { ms: Math.max(rateMs, Math.min(budgetMs, pollMs)), onLease: true };
 }
 
 /** Sleeps `ms`, or less if woken: by `bind`'s function, or by a lease freed on one of `keys`. */

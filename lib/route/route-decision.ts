@@ -9,6 +9,7 @@ import {
   type RateLimitStore,
 } from '../stores/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
+import { RouteKeys } from './route-keys.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
 
 /** One store call of a route's decision: its enforced policies, or its shadow ones. */
@@ -47,7 +48,7 @@ export async function decideRoute(
   leases: LeaseKeeper,
   telemetry: RateLimitTelemetry,
 ): Promise<RouteDecision> {
-  const parts = splitByShadow(features, limits);
+  const parts = splitByShadow(features, features.anyCount ? withLedgers(features, limits) : limits);
   let waited = false;
   const onWaited: SlotWait['onWaited'] = telemetry.enabled
     ? (startedAt, outcome, decision) => {
@@ -58,7 +59,7 @@ export async function decideRoute(
     : undefined;
   const decided = await Promise.all(
     parts.map((part) =>
-      part.shadow || features.maxWaitMs === 0
+      part.shadow || (features.maxWaitMs === 0 && features.outcomeWaitMs === 0)
         ? execute(store, { op: 'consume', limits: part })
         : waitForSlot(store, leases, part, slotWait(call, features, onWaited)),
     ),
@@ -96,14 +97,26 @@ function slotWait(
 ): SlotWait {
   return {
     maxWaitMs: features.maxWaitMs,
+    outcomeWaitMs: features.outcomeWaitMs,
     onAbandon: (listener) => transport.abandoned?.(context, listener),
     abandoned: () => new HttpException(CLIENT_GONE_MESSAGE, CLIENT_CLOSED_REQUEST),
     onWaited,
   };
 }
 
+/**
+ * The limits with the ledger of each policy that counts only some outcomes: the requests it
+ * counted whose outcome is not known yet, so that a rejection they alone cause starts no lock-out.
+ */
+function withLedgers(features: RouteFeatures, limits: Limits): Limits {
+  const ledgers = limits.keys.map((key, i) =>
+    features.counts[i] === 'all' ? undefined : RouteKeys.ledgerOf(key),
+  );
+  return { ...limits, ledgers };
+}
+
 function splitByShadow(features: RouteFeatures, limits: Limits): DecisionPart[] {
-  const { keys, policies, costs } = limits;
+  const { keys, policies, costs, ledgers } = limits;
   if (!features.anyShadow)
     return [{ shadow: false, indexes: policies.map((_, i) => i), ...limits }];
   const parts: DecisionPart[] = [];
@@ -116,6 +129,7 @@ function splitByShadow(features: RouteFeatures, limits: Limits): DecisionPart[] 
       keys: indexes.map((i) => keys[i]),
       policies: indexes.map((i) => policies[i]),
       costs: indexes.map((i) => costs[i]),
+      ...(ledgers === undefined ? {} : { ledgers: indexes.map((i) => ledgers[i]) }),
     });
   }
   return parts;

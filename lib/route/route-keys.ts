@@ -116,6 +116,15 @@ export class RouteKeys {
     return `${routePart}${index}:${policy.id}`;
   }
 
+  /**
+   * The ledger of a route key whose policy counts only some outcomes: the requests it counted
+   * whose outcome is not known yet (see `decide.lua`). In the key's slot, since it only adds to
+   * what follows the hash tag.
+   */
+  static ledgerOf(key: string): string {
+    return `${key}|pending`;
+  }
+
   /** `RateLimitService`'s keys: one per policy under the caller's `key`. */
   forService(key: string, policies: readonly ResolvedPolicy[]): string[] {
     return policies.map((p, i) => this.forKey(key, p, i));

@@ -42,6 +42,12 @@ export interface RouteFeatures {
   readonly anyCount: boolean;
   /** The longest `maxWait` among the enforced policies; 0 when the route never waits. */
   readonly maxWaitMs: number;
+  /**
+   * How long a request may wait when only requests still in flight, whose outcome some enforced
+   * policy waits for to count them, make it rejected: `maxWaitMs` when set, else
+   * {@link OUTCOME_WAIT_MS}; 0 when no enforced policy counts only some outcomes.
+   */
+  readonly outcomeWaitMs: number;
   /** Some policy holds a lease until the call ends (`'concurrency'`). */
   readonly anyLease: boolean;
   /** Each policy's `settle`, by its index; undefined where it has none. */
@@ -49,6 +55,14 @@ export interface RouteFeatures {
   /** Some policy settles what a request used once it ends. */
   readonly anySettle: boolean;
 }
+
+/**
+ * The longest a request waits, on a route without `maxWait`, for the outcomes of requests in flight
+ * that alone fill a policy counting only some outcomes. Their answers are usually milliseconds
+ * away (parallel tabs, a mobile client's retry); past this, it is rejected, still without a
+ * lock-out.
+ */
+export const OUTCOME_WAIT_MS = 2000;
 
 /**
  * Everything about one handler that does not change from one request to the next, compiled on
@@ -160,6 +174,8 @@ function routeFeatures(
   templates.forEach((t, i) => {
     if (!shadow[i]) maxWaitMs = Math.max(maxWaitMs, t.maxWaitMs);
   });
+  const countsEnforced = counts.some((c, i) => c !== 'all' && !shadow[i]);
+  const outcomeWaitMs = countsEnforced ? maxWaitMs || OUTCOME_WAIT_MS : 0;
   const anyLease = anyHoldsLeases(templates);
   const settles = templates.map((t) => t.settle);
   const anySettle = settles.some((s) => s !== undefined);
@@ -183,6 +199,7 @@ function routeFeatures(
     counts,
     anyCount,
     maxWaitMs,
+    outcomeWaitMs,
     anyLease,
     settles,
     anySettle,

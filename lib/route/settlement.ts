@@ -81,14 +81,22 @@ export class Settlement {
       const costs = part.indexes.map((i, j) =>
         givesBack(features.counts[i], succeeded) ? part.costs[j] : 0,
       );
-      if (costs.every((c) => c === 0)) continue;
+      // A request whose outcome was waited for leaves its policies' ledgers even when it counts:
+      // the refund is sent for that alone then.
+      const { ledgers } = part;
+      if (costs.every((c) => c === 0) && ledgers === undefined) continue;
       execute(store, {
         op: 'refund',
-        limits: { keys: part.keys, policies: part.policies, costs },
+        limits: { keys: part.keys, policies: part.policies, costs, ledgers },
         of: decision,
-      }).catch((error: unknown) => {
-        this.warn(`Giving back a request that does not count failed: ${String(error)}`);
-      });
+        counted: part.costs,
+      }).then(
+        // Callers waiting here for this outcome ask again at once; elsewhere, when they poll.
+        () => ledgers !== undefined && this.leases.roomMade(part.keys),
+        (error: unknown) => {
+          this.warn(`Giving back a request that does not count failed: ${String(error)}`);
+        },
+      );
     }
   }
 

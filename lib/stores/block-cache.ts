@@ -1,6 +1,6 @@
 import { type Block, covers, leasesFull, replay, shortestWait } from './block-replay.js';
 import { monotonicClock } from './clock.js';
-import { preciseWaitOf } from './decision.js';
+import { outcomesPendingOf, preciseWaitOf } from './decision.js';
 import { ForwardingStore } from './forwarding-store.js';
 import { execute, type StoreCall } from './store-call.js';
 import { type Clock, type RateLimitDecision, type RateLimitStore } from './store.interface.js';
@@ -176,8 +176,11 @@ export class BlockCacheStore extends ForwardingStore {
 
   private rejected(id: string, hot: HotKey | undefined, block: Block): void {
     // Only finite waits: a cost that can never fit is answered by the store each time. A full
-    // concurrency limit promises no wait at all: any holder may release at any moment.
-    if (Number.isFinite(block.decision.retryAfterMs) && !leasesFull(block.decision)) {
+    // concurrency limit promises no wait at all: any holder may release at any moment; nor do
+    // requests in flight that fill a policy counting some outcomes: any may end at any moment.
+    const promisesNoWait =
+      leasesFull(block.decision) || block.decision.policies.some(outcomesPendingOf);
+    if (Number.isFinite(block.decision.retryAfterMs) && !promisesNoWait) {
       block.until = block.decidedAt + Math.min(holdFor(block.decision), MAX_LOCAL_BLOCK_MS);
       if (block.until > block.decidedAt) {
         const entry = hot ?? this.remember(id);

@@ -1,6 +1,6 @@
 import { type Operation } from '../algorithms/decide.js';
 import { arrivalOf, leaseOf } from './decision.js';
-import { type StoreCall } from './store-call.js';
+import { type Limits, type StoreCall } from './store-call.js';
 
 /**
  * A store call as the decision reads it, in `decide.lua` (its first argument, and the policies'
@@ -29,6 +29,11 @@ export interface EncodedCall {
    * nothing, and a release or renewal done twice leaves what once does.
    */
   readonly applies: boolean;
+  /**
+   * Per policy, the units entered into its ledger (a consume or reserve) or taken out (a refund),
+   * 0 for a policy without one; undefined when the call has no ledgers.
+   */
+  readonly ledgerUnits?: readonly number[];
 }
 
 // Built once: the calls that need nothing beside their letter (the usual consume among them)
@@ -45,6 +50,32 @@ const REFUND_NEWEST = plain('r', true);
  * or renewal of a decision that took no lease.
  */
 export function encodeCall(call: StoreCall): EncodedCall | undefined {
+  const encoded = encodeOperation(call);
+  const ledgers = call.limits.ledgers;
+  if (encoded === undefined || ledgers === undefined) return encoded;
+  const units =
+    call.op === 'consume' || call.op === 'reserve'
+      ? call.limits.costs
+      : call.op === 'refund'
+        ? call.counted
+        : undefined;
+  if (units === undefined) return encoded;
+  const ledgerUnits = ledgers.map((key, i) => (key === undefined ? 0 : units[i]));
+  return ledgerUnits.some((u) => u !== 0) ? { ...encoded, ledgerUnits } : encoded;
+}
+
+/** The keys the decision reads: the policies', then the ledger of each policy with units. */
+export function keysOf(keys: readonly string[], ledgers: Limits['ledgers'], encoded: EncodedCall) {
+  const units = encoded.ledgerUnits;
+  if (units === undefined) return keys;
+  const all = [...keys];
+  units.forEach((u, i) => {
+    if (u !== 0) all.push(ledgers![i]!);
+  });
+  return all;
+}
+
+function encodeOperation(call: StoreCall): EncodedCall | undefined {
   switch (call.op) {
     case 'consume':
       return CONSUME;
@@ -86,5 +117,6 @@ export function encodeCall(call: StoreCall): EncodedCall | undefined {
 
 /** The operation as `decide.lua` takes it, one argument: its letter, then its `at` if any. */
 export function opArg(encoded: EncodedCall): string {
-  return encoded.at === undefined ? encoded.op : `${encoded.op}${encoded.at}`;
+  const op = encoded.at === undefined ? encoded.op : `${encoded.op}${encoded.at}`;
+  return encoded.ledgerUnits === undefined ? op : `${op};${encoded.ledgerUnits.join(',')}`;
 }

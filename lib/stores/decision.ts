@@ -1,4 +1,4 @@
-import { ms, NEVER, ON_RELEASE, ON_RELEASE_RETRY_US } from '../algorithms/algorithm.js';
+import { ms, NEVER, ON_OUTCOME, ON_RELEASE, ON_RELEASE_RETRY_US } from '../algorithms/algorithm.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import {
   type PolicyDecision,
@@ -40,6 +40,18 @@ export function leasesFullOf(answer: PolicyDecision): boolean {
   return LEASES_FULL.has(answer);
 }
 
+/** The answers of policies that only requests in flight fill (`ON_OUTCOME`), kept as LEASES_FULL is. */
+const OUTCOMES_PENDING = new WeakSet<PolicyDecision>();
+
+/**
+ * Whether this answer rejected only because of requests counted whose outcome is not known yet,
+ * on a policy that counts some outcomes: no lock-out started, and their outcomes may make room at
+ * any moment, so a caller that waits should ask again soon. False for answers not from a store.
+ */
+export function outcomesPendingOf(answer: PolicyDecision): boolean {
+  return OUTCOMES_PENDING.has(answer);
+}
+
 /**
  * The decision a reply of `decide.lua` (or of its twin, `decide.ts`) stands for: `{ allowed, then
  * allowed, remaining, retry_after_us, reset_after_ms per policy, then the time (µs), then the lease
@@ -56,7 +68,8 @@ export function decisionFromReply(
   for (let i = 0, r = 1; i < policies.length; i++, r += 4) {
     const allowed = reply[r] === 1;
     const full = reply[r + 2] === ON_RELEASE;
-    const retryUs = full ? ON_RELEASE_RETRY_US : reply[r + 2];
+    const inFlight = reply[r + 2] === ON_OUTCOME;
+    const retryUs = full || inFlight ? ON_RELEASE_RETRY_US : reply[r + 2];
     let retryMs = retryUs === NEVER ? NEVER : ms(retryUs);
     if (!allowed && retryUs > 0 && retryUs < shortestUs) shortestUs = retryUs;
     if (allowed) {
@@ -65,6 +78,7 @@ export function decisionFromReply(
     }
     answers[i] = policyDecision(policies[i], allowed, reply[r + 1], retryMs, reply[r + 3]);
     if (full) LEASES_FULL.add(answers[i]);
+    else if (inFlight) OUTCOMES_PENDING.add(answers[i]);
   }
   const at = 1 + 4 * policies.length;
   const precise = shortestUs < Infinity ? shortestUs : undefined;

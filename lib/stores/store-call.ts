@@ -10,6 +10,13 @@ export interface Limits {
   readonly keys: readonly string[];
   readonly policies: readonly ResolvedPolicy[];
   readonly costs: readonly number[];
+  /**
+   * On a route that counts only some outcomes: per policy, the key of its ledger of requests
+   * counted whose outcome is not known yet (undefined for a policy that counts every request). A
+   * consume or reserve that counts a request enters it there; a refund takes it out. Absent
+   * elsewhere, and then nothing about a call changes.
+   */
+  readonly ledgers?: readonly (string | undefined)[];
 }
 
 /** One call into a store: what it does, to which limits, with what it needs beside them. */
@@ -23,6 +30,11 @@ export interface StoreCall {
    * (negative), in the window the reservation was counted in.
    */
   readonly of?: RateLimitDecision;
+  /**
+   * `refund` with `limits.ledgers`: what each policy counted of the request `of`, which leaves its
+   * ledger now that its outcome is known, whatever is given back.
+   */
+  readonly counted?: readonly number[];
   /** `block`: how long. */
   readonly durationMs?: number;
   /** `reserve`: the longest wait to book. */

@@ -45,6 +45,8 @@ function stateBytes(state: unknown): number {
   if (typeof state === 'number') return NUMBER_STATE_BYTES;
   if (state instanceof ArrivalLog) return LOG_STATE_BYTES + LOG_ENTRY_BYTES * state.times.length;
   if (state instanceof Leases) return LEASES_STATE_BYTES + LEASE_BYTES * state.expiries.size;
+  // A ledger of requests in flight (ledger.ts): a Map as the leases', of smaller entries.
+  if (state instanceof Map) return LEASES_STATE_BYTES + LEASE_BYTES * state.size;
   return OBJECT_STATE_BYTES;
 }
 

@@ -93,7 +93,11 @@ export class MemoryStore extends OperationStore {
       };
     }
     this.now = now;
-    const reply = decide(op, keys, args, now, this.values, at);
+    const units = encoded.ledgerUnits;
+    const ledgers = units?.map((u, i) =>
+      u === 0 ? undefined : { key: limits.ledgers![i]!, units: u },
+    );
+    const reply = decide(op, keys, args, now, this.values, at, ledgers);
     this.sweepExpired(now, SWEEP_PER_KEY * keys.length);
     return Promise.resolve(decisionFromReply(reply, policies));
   }

@@ -1,5 +1,5 @@
 import { configError } from '../../policy/validation.js';
-import { encodeCall, type EncodedCall, opArg } from '../call-encoding.js';
+import { encodeCall, type EncodedCall, keysOf, opArg } from '../call-encoding.js';
 import { monotonicClock, toMicros } from '../clock.js';
 import { decisionFromReply } from '../decision.js';
 import { giveBackLate } from '../late-replies.js';
@@ -277,7 +277,8 @@ export class RedisStore extends OperationStore {
     const args = this.argsOf(limits, encoded, sentAt, correction);
     // A decision that applies something carries an id (its own, or its batch's), so that no copy
     // of it applies again.
-    const job = this.batcher.job(scriptFor(policies), keys, args, encoded.applies && n > 0);
+    const allKeys = keysOf(keys, limits.ledgers, encoded);
+    const job = this.batcher.job(scriptFor(policies), allKeys, args, encoded.applies && n > 0);
     // A copy is sent only while its caller still waits; a correction has no caller.
     const untilMs =
       sentAt + ((correction ? undefined : this.deadline?.timeoutMs) ?? RESEND_WITHOUT_DEADLINE_MS);

@@ -31,9 +31,18 @@ const source = (name: string) =>
 // Prefixed so the commands cannot clash with a user's own `defineCommand`.
 const COMMAND_PREFIX = 'rateLimitDecide';
 
-/** The shared prelude, the given algorithms, decision ids, then the driver that defines `decide`. */
+/**
+ * The shared prelude, the given algorithms, decision ids, the ledgers of requests in flight, then
+ * the driver that defines `decide`.
+ */
 const body = (algorithms: readonly string[]) =>
-  [source('prelude'), ...algorithms.map(source), source('once'), source('decide')].join('\n');
+  [
+    source('prelude'),
+    ...algorithms.map(source),
+    source('once'),
+    source('ledger'),
+    source('decide'),
+  ].join('\n');
 
 const ALL_ALGORITHMS = REGISTRY.map((e) => e.lua);
 
