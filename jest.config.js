@@ -49,8 +49,8 @@ const shared = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
-  // Turns GLIDE's core logger off (GLIDE_LOG=warn turns it back on) and closes the GLIDE clients
-  // a spec file opened, each holding a native connection.
+  // Closes the GLIDE clients a spec file opened, each holding a native connection. GLIDE's core
+  // logger is turned off where GLIDE is loaded (test/support/glide-logger.ts).
   setupFilesAfterEnv: ['<rootDir>/test/support/glide-cleanup.ts'],
 };
 

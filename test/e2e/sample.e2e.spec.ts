@@ -9,6 +9,7 @@ import { startMetrics } from '../../sample/metrics.js';
 import { primaryOf, useRedis } from '../support/stores.js';
 import { stateKeys } from '../support/decision-ids.js';
 import { type CallTaking, watchSettles } from '../support/settles.js';
+import '../support/glide-logger.js';
 
 describe('the sample app', () => {
   let app: INestApplication;

@@ -6,6 +6,7 @@ import { createClient, createCluster } from 'redis';
 import { createClient as createClientV5, createCluster as createClusterV5 } from 'redis-v5';
 import { type IovalkeyClient, type NodeRedisClient, type RedisClient } from '../../lib/index.js';
 import { track, untrack } from './glide-clients.js';
+import './glide-logger.js';
 
 /**
  * `node-redis` is the current major (6); `node-redis@5` the previous one, still common. `iovalkey`

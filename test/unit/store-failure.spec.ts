@@ -32,6 +32,7 @@ import { OperationStore } from '../../lib/stores/operation-store.js';
 import { type StoreCall } from '../../lib/stores/store-call.js';
 import { isStoreFailure, StoreCallError } from '../../lib/stores/store-failure.js';
 import { serverError } from '../../lib/stores/redis/glide-replies.js';
+import '../support/glide-logger.js';
 
 /** A server's error reply as GLIDE rejects with it (`message`), and as the store reads it. */
 const glideReply = (message: string) => serverError(new RequestError(message));

@@ -39,6 +39,7 @@ import { CONTROLLERS, ItemsHeadController } from './fixtures/controllers.js';
 import { startHttpApp } from './fixtures/http-app.js';
 import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { isDecisionIdKey, stateKeys } from '../../support/decision-ids.js';
+import '../../support/glide-logger.js';
 
 const CONFIG = Symbol('CONFIG');
 

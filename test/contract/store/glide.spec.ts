@@ -12,6 +12,7 @@ import { closeClient } from '../../support/clients.js';
 import { track } from '../../support/glide-clients.js';
 import { useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
+import '../../support/glide-logger.js';
 
 const POLICY = resolvePolicy({ period: '1h', threshold: 100 }, 'glide');
 const LEASE = resolvePolicy({ algorithm: 'concurrency', threshold: 1, period: '1m' }, 'lease');
