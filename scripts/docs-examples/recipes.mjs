@@ -80,10 +80,18 @@ export function writeRecipes(root, dir, plan, origins, writeBlock) {
     ...plan.scenarios.map((s, k) => `import { scenario as s${k} } from './${s.name}.scenario.js';`),
     '',
     'void runScenarios([',
-    ...plan.scenarios.map((s, k) => `  ['${s.name}', s${k}],`),
+    ...plan.scenarios.map((s, k) => `  ['${s.name}', s${k}, '${blocksOf(plan, s)}'],`),
     ']);',
   ];
   writeFileSync(join(dir, 'recipes/run.ts'), run.join('\n') + '\n');
+}
+
+/** Where the blocks a scenario runs are: `docs/recipes.md:22, docs/recipes.md:104`. */
+function blocksOf(plan, scenario) {
+  return scenario.imports
+    .filter((name) => plan.blocks.has(name))
+    .map((name) => `${plan.blocks.get(name).file}:${plan.blocks.get(name).codeLine}`)
+    .join(', ');
 }
 
 /** Runs the compiled scenarios of each module system, one process each; true when all pass. */

@@ -158,14 +158,17 @@ function runAt(scenario: Scenario, place: string): Promise<void> {
 
 const TIMEOUT_MS = 60_000;
 
-/** Runs every scenario at each of its places, printing one line each; exits 1 on any failure. */
-export async function runScenarios(scenarios: readonly [string, Scenario][]) {
+/**
+ * Runs every scenario at each of its places, printing one line each; exits 1 on any failure.
+ * Each comes with its name and where its blocks are in the docs.
+ */
+export async function runScenarios(scenarios: readonly [string, Scenario, string][]) {
   // Without REDIS_URL the docs' modules keep their limits in memory: no Redis is needed.
   delete process.env.REDIS_URL;
   const system = process.argv[2] ?? '?';
   let failed = 0;
   let ran = 0;
-  for (const [name, scenario] of scenarios) {
+  for (const [name, scenario, blocks] of scenarios) {
     for (const place of placesOf(scenario)) {
       const started = Date.now();
       const label = `${name} × ${place} × ${system}`;
@@ -183,7 +186,7 @@ export async function runScenarios(scenarios: readonly [string, Scenario][]) {
         console.log(`  pass  ${label} (${Date.now() - started} ms)`);
       } catch (error) {
         failed++;
-        console.log(`  FAIL  ${label} (${Date.now() - started} ms)`);
+        console.log(`  FAIL  ${label} (${Date.now() - started} ms), the recipe at ${blocks}`);
         console.log(
           `        ${String((error as Error)?.stack ?? error).replace(/\n/g, '\n        ')}`,
         );
