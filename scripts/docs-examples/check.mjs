@@ -39,7 +39,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const scratch = join(root, '.docs-examples');
 
 /** The two ways a user's app loads the package. */
-export const MODULE_SYSTEMS = [
+const MODULE_SYSTEMS = [
   { id: 'esm', label: 'ES module', type: 'module' },
   { id: 'cjs', label: 'CommonJS', type: 'commonjs' },
 ];

@@ -20,10 +20,11 @@ export function planRecipes(root, blocks) {
     if (block.recipe === undefined) {
       if (block.inRecipes)
         errors.push(
-          `${where}: a recipe no scenario runs. Put \`<!-- recipe: NAME -->\` before it and a scenario importing ./NAME.js in ${HARNESS}/ (see docs/development.md), or say why it cannot run: \`<!-- recipe: none <why> -->\``,
+          `${where}: a recipe no scenario runs. Put \`<!-- recipe: NAME -->\` before it and a scenario importing ./NAME.js in ${HARNESS}/ (see docs/development.md), or say why it cannot run: \`<!-- recipe: none: <why> -->\``,
         );
     } else if (block.recipe === 'none') {
-      if (!block.skipReason) errors.push(`${where}: \`recipe: none\` says why no scenario runs it`);
+      if (!block.skipReason)
+        errors.push(`${where}: \`recipe: none: <why>\` says why no scenario runs it`);
     } else if (marked.has(block.recipe)) {
       const first = marked.get(block.recipe);
       errors.push(`${where}: recipe "${block.recipe}" is also ${first.file}:${first.recipeLine}`);
