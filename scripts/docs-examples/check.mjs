@@ -1,11 +1,15 @@
-// Type-checks every TypeScript example in README.md and docs/*.md against the built package.
+// Checks every TypeScript example in README.md and docs/*.md against the built package, in both
+// module systems, and runs the recipes in real Nest apps.
 //
 //   npm run build && npm run docs:check
+//   npm run docs:check -- login widgets     # every block compiles; only these recipes run
 //
-// Each ```ts (or ```typescript) block becomes its own module in .docs-examples/ (gitignored),
-// named after its markdown file and line, and `tsc --noEmit` checks them all at once. Inside the
-// repository, `import … from 'nest-rate-limit'` resolves through package.json's `exports` to
-// dist/index.d.ts, as it does for users, so an example that drifts from the published types fails.
+// Each ```ts (or ```typescript) block becomes its own module, twice: in .docs-examples/esm/ (a
+// package of `"type": "module"`) and in .docs-examples/cjs/ (`"type": "commonjs"`), and tsc
+// compiles each folder as Node does (module NodeNext). `import … from 'nest-rate-limit'` resolves
+// through .docs-examples/node_modules/nest-rate-limit, a link to the repository, and so through
+// package.json's `exports` to dist/, as it does for users: an example that drifts from the
+// published types, or that only one module system accepts (top-level await, import.meta), fails.
 //
 // A block is checked as written. A fragment that needs imports or declarations it does not show
 // (an options object, a method body) takes a hidden prelude: an HTML comment just before the
@@ -19,78 +23,26 @@
 //   RateLimitModule.forRoot({ skipIf: (ctx) => ctx.getType() === 'http' && secret !== '' });
 //   ```
 //
-// Errors name the markdown file and line; an error inside a prelude names the comment's line.
-// Exit code 0 when every block compiles, 1 otherwise.
+// A recipe is a block that runs: a `<!-- recipe: NAME -->` line before it (and before its
+// prelude) names it, and scripts/docs-examples/recipes/ holds the scenario that imports it as
+// `./NAME.js`, builds an app around it and asserts what the text promises (see recipes.mjs).
+// Errors name the markdown file and line and the module system; an error inside a prelude names
+// the comment's line. Exit code 0 when every block compiles and every recipe keeps its promise.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { extractBlocks, markdownFiles } from './markdown.mjs';
+import { planRecipes, runRecipes, writeRecipes } from './recipes.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const scratch = join(root, '.docs-examples');
 
-const FENCE = /^(\s*)(`{3,}|~{3,})\s*(ts|typescript)\s*$/;
-const PRELUDE_START = /^\s*<!--\s*ts-prelude\s*$/;
-const PRELUDE_END = /^\s*-->\s*$/;
-
-/** The markdown files whose examples are checked, relative to the root. */
-function markdownFiles() {
-  const docs = join(root, 'docs');
-  const pages = existsSync(docs)
-    ? readdirSync(docs)
-        .filter((name) => name.endsWith('.md'))
-        .sort()
-        .map((name) => `docs/${name}`)
-    : [];
-  return ['README.md', ...pages];
-}
-
-/**
- * The ts blocks of one file: `{ codeLine, code, preludeLine, prelude }`, lines 1-based.
- * `codeLine` is the line of the block's first code line.
- */
-function extractBlocks(text) {
-  const lines = text.split('\n');
-  const blocks = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = FENCE.exec(lines[i]);
-    if (!open) {
-      // Skip other fenced blocks whole, so a ```ts inside a ```markdown sample is not taken.
-      const other = /^\s*(`{3,}|~{3,})/.exec(lines[i]);
-      if (other) i = closingFence(lines, i, other[1]);
-      continue;
-    }
-    const end = closingFence(lines, i, open[2]);
-    const indent = open[1].length;
-    const code = lines.slice(i + 1, end).map((line) => line.slice(indent));
-    blocks.push({ codeLine: i + 2, code, ...preludeBefore(lines, i) });
-    i = end;
-  }
-  return blocks;
-}
-
-/** The index of the line closing a fence opened at `start` with `marker`. */
-function closingFence(lines, start, marker) {
-  for (let j = start + 1; j < lines.length; j++) {
-    const trimmed = lines[j].trim();
-    if (trimmed.startsWith(marker[0].repeat(marker.length)) && /^[`~]+$/.test(trimmed)) return j;
-  }
-  return lines.length;
-}
-
-/** A `<!-- ts-prelude … -->` comment ending just before line index `fence`, if any. */
-function preludeBefore(lines, fence) {
-  let j = fence - 1;
-  while (j >= 0 && lines[j].trim() === '') j--;
-  if (j < 0 || !PRELUDE_END.test(lines[j])) return { preludeLine: 0, prelude: [] };
-  const end = j;
-  while (j >= 0 && !PRELUDE_START.test(lines[j])) {
-    if (lines[j].includes('<!--') && j !== end) return { preludeLine: 0, prelude: [] };
-    j--;
-  }
-  if (j < 0) return { preludeLine: 0, prelude: [] };
-  return { preludeLine: j + 1, prelude: lines.slice(j + 1, end) };
-}
+/** The two ways a user's app loads the package. */
+const MODULE_SYSTEMS = [
+  { id: 'esm', label: 'ES module', type: 'module' },
+  { id: 'cjs', label: 'CommonJS', type: 'commonjs' },
+];
 
 const tsconfig = {
   compilerOptions: {
@@ -105,12 +57,13 @@ const tsconfig = {
     emitDecoratorMetadata: true,
     esModuleInterop: true,
     skipLibCheck: true,
-    noEmit: true,
+    outDir: 'out',
+    rootDir: '.',
     // Examples show one piece of an app; names they declare and never use are fine.
     noUnusedLocals: false,
     noUnusedParameters: false,
   },
-  include: ['./*.ts'],
+  include: ['./examples/*.ts', './recipes/*.ts'],
 };
 
 function main() {
@@ -118,46 +71,78 @@ function main() {
     console.error('docs:check: dist/index.d.ts is missing; run `npm run build` first');
     return 1;
   }
+  const blocks = markdownFiles(root).flatMap((file) => extractBlocks(root, file));
+  const plan = planRecipes(root, blocks);
+  if (plan.errors.length > 0) {
+    for (const error of plan.errors) console.error(error);
+    console.error('\ndocs:check: recipes and their scenarios do not match');
+    return 1;
+  }
+  // `npm run docs:check -- login widgets` runs only those scenarios (every block still compiles).
+  const only = process.argv.slice(2);
+  const unknown = only.filter((name) => !plan.scenarios.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    console.error(`docs:check: no scenario named ${unknown.join(', ')}`);
+    return 1;
+  }
+  if (only.length > 0) plan.scenarios = plan.scenarios.filter((s) => only.includes(s.name));
+
   rmSync(scratch, { recursive: true, force: true });
-  mkdirSync(scratch, { recursive: true });
-  writeFileSync(join(scratch, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2) + '\n');
+  mkdirSync(join(scratch, 'node_modules'), { recursive: true });
+  symlinkSync('../..', join(scratch, 'node_modules/nest-rate-limit'), 'dir');
 
-  // Generated file name → where each of its lines came from.
-  const origins = new Map();
-  let count = 0;
-  for (const file of markdownFiles()) {
-    const blocks = extractBlocks(readFileSync(join(root, file), 'utf8'));
+  let failed = false;
+  for (const system of MODULE_SYSTEMS) {
+    const dir = join(scratch, system.id);
+    mkdirSync(join(dir, 'examples'), { recursive: true });
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: system.type }) + '\n');
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2) + '\n');
+    const origins = new Map();
     for (const block of blocks) {
-      const name = `${file.replace(/[/.]/g, '_')}_L${block.codeLine}.ts`;
-      const lines = [...block.prelude, ...block.code];
-      const where = [
-        ...block.prelude.map(() => ({ file, line: block.preludeLine, prelude: true })),
-        ...block.code.map((_, k) => ({ file, line: block.codeLine + k, prelude: false })),
-      ];
-      writeFileSync(join(scratch, name), lines.join('\n') + '\n');
-      origins.set(name, where);
-      count++;
+      if (block.recipe !== undefined && block.recipe !== 'none') continue;
+      const name = `examples/${block.file.replace(/[/.]/g, '_')}_L${block.codeLine}.ts`;
+      writeBlock(dir, name, block, origins);
     }
+    writeRecipes(root, dir, plan, origins, (name, block) => writeBlock(dir, name, block, origins));
+    if (!compile(dir, system, origins)) failed = true;
   }
-
-  const tsc = join(root, 'node_modules/typescript/bin/tsc');
-  const run = spawnSync(
-    process.execPath,
-    [tsc, '--noEmit', '--pretty', 'false', '-p', join(scratch, 'tsconfig.json')],
-    { cwd: root, encoding: 'utf8' },
+  if (failed) {
+    console.error(`\ndocs:check: examples failed to compile (${blocks.length} checked)`);
+    return 1;
+  }
+  console.log(
+    `docs:check: ${blocks.length} TypeScript examples compile against dist/ as ES modules and as CommonJS`,
   );
-  const output = `${run.stdout}${run.stderr}`.trim();
-  if (run.status === 0) {
-    console.log(`docs:check: ${count} TypeScript examples compile against dist/`);
-    return 0;
-  }
-  console.error(output === '' ? `tsc exited with ${run.status}` : translate(output, origins));
-  console.error(`\ndocs:check: examples failed to compile (${count} checked)`);
-  return 1;
+  return runRecipes(scratch, MODULE_SYSTEMS, plan) ? 0 : 1;
 }
 
-/** Rewrites tsc's `file(line,col): error …` lines to name the markdown file and line. */
-function translate(output, origins) {
+/** Writes a block (prelude, then code) as `name` in `dir`, remembering where each line came from. */
+function writeBlock(dir, name, block, origins) {
+  const lines = [...block.prelude, ...block.code];
+  origins.set(name, [
+    ...block.prelude.map(() => ({ file: block.file, line: block.preludeLine, prelude: true })),
+    ...block.code.map((_, k) => ({ file: block.file, line: block.codeLine + k, prelude: false })),
+  ]);
+  writeFileSync(join(dir, name), lines.join('\n') + '\n');
+}
+
+/** Compiles one module system's folder to out/; prints its errors and answers false on any. */
+function compile(dir, system, origins) {
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  const run = spawnSync(process.execPath, [tsc, '--pretty', 'false', '-p', dir], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (run.status === 0) return true;
+  const output = `${run.stdout}${run.stderr}`.trim();
+  console.error(
+    output === '' ? `tsc exited with ${run.status}` : translate(output, dir, system, origins),
+  );
+  return false;
+}
+
+/** Rewrites tsc's `file(line,col): error …` lines to name the source file, line and module system. */
+function translate(output, dir, system, origins) {
   const located = /^(.+?)\((\d+),(\d+)\): (error|warning) (TS\d+: .*)$/;
   return output
     .split('\n')
@@ -165,13 +150,13 @@ function translate(output, origins) {
       const match = located.exec(line);
       if (!match) return line;
       const [, path, lineNo, col, level, message] = match;
-      const name = relative(scratch, resolve(root, path));
+      const name = relative(dir, resolve(root, path));
       const where = origins.get(name)?.[Number(lineNo) - 1];
-      if (where === undefined) return line;
+      if (where === undefined) return `${line} (${system.label})`;
       const place = where.prelude
         ? `${where.file}:${where.line} (in the ts-prelude)`
         : `${where.file}:${where.line}:${col}`;
-      return `${place}: ${level} ${message}`;
+      return `${place} (${system.label}): ${level} ${message}`;
     })
     .join('\n');
 }
