@@ -55,7 +55,7 @@ export {
   type Clock,
   type StoreErrorPolicy,
   type StoreErrorHandler,
-} from './stores/store.interface.js';
+} from './store-contract/store.interface.js';
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';
 export { StoreCallError } from './stores/store-failure.js';

@@ -1,6 +1,6 @@
 import { HttpException, HttpStatus, IntrinsicException } from '@nestjs/common';
 import { waitSeconds } from './transports/http-headers.js';
-import { type RateLimitDecision } from './stores/store.interface.js';
+import { type RateLimitDecision } from './store-contract/store.interface.js';
 
 /** The 429 message when a request's cost exceeds what a policy can ever allow. */
 export const COST_TOO_HIGH_MESSAGE = 'Request cost exceeds the rate limit';

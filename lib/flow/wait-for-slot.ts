@@ -1,7 +1,7 @@
 import { algorithmOf } from '../algorithms/registry.js';
 import { leaseOf, leasesFullOf, outcomesPendingOf } from '../stores/decision.js';
-import { execute, type Limits } from '../stores/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+import { execute, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
 
 /** How long a call may wait for its slot, and how to tell that its caller went away. */

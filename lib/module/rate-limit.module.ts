@@ -33,7 +33,7 @@ import { configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
 import { createStore, type StoreHandle } from './store-factory.js';
-import { type Clock, RateLimitStore } from '../stores/store.interface.js';
+import { type Clock, RateLimitStore } from '../store-contract/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { telemetryProvider } from './telemetry-provider.js';

@@ -14,8 +14,8 @@ import {
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_TELEMETRY,
 } from '../rate-limit.constants.js';
-import { execute, type Limits } from '../stores/store-call.js';
-import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
+import { execute, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision, RateLimitStore } from '../store-contract/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { transportFor } from '../transports/index.js';
 import { DecisionHooks } from './decision-hooks.js';

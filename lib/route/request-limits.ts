@@ -3,7 +3,7 @@ import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type WarningLogger } from './auth-order-warning.js';
 import { moduleTracker } from './module-tracker.js';
 import { ProxyTrustWarning } from './proxy-trust-warning.js';
-import { type Limits } from '../stores/store-call.js';
+import { type Limits } from '../store-contract/store-call.js';
 import { isPromise, resolveCost } from './policy-template.js';
 import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';
 import { policyTrackerPart, RouteKeys } from './route-keys.js';

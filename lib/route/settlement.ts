@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { type HeldLease, type LeaseKeeper } from '../flow/lease-keeper.js';
-import { execute } from '../stores/store-call.js';
-import { type RateLimitStore } from '../stores/store.interface.js';
+import { execute } from '../store-contract/store-call.js';
+import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { type PendingOutcomes } from '../transports/pending-outcomes.js';
 import { type CountMode } from './route-policy.js';
 import { type DecisionPart } from './route-decision.js';

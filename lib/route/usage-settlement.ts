@@ -1,6 +1,6 @@
 import { type ExecutionContext } from '@nestjs/common';
 import { checkUsage, settleUsage } from '../service/reservation.js';
-import { type RateLimitStore } from '../stores/store.interface.js';
+import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { type DecisionPart } from './route-decision.js';
 import { type RouteFeatures } from './route-plan.js';
 import { isPromise } from './policy-template.js';

@@ -9,7 +9,7 @@ import {
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
-} from '../stores/store.interface.js';
+} from '../store-contract/store.interface.js';
 
 /** The functions of yours a route awaits before it can decide. */
 export type UserFunction = 'getTracker' | 'tracker' | 'threshold' | 'period' | 'cost' | 'anchor';

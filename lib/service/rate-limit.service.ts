@@ -23,7 +23,7 @@ import {
 } from '../overrides/override-commands.js';
 import { type OverrideLimit, type OverrideOptions } from '../overrides/overridden-policy.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
-import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
+import { type RateLimitDecision, RateLimitStore } from '../store-contract/store.interface.js';
 
 /**
  * Rate limiting outside HTTP handlers: queues, jobs, sockets, or any code path. Uses the same

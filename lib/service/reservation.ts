@@ -1,6 +1,6 @@
 import { configError, MAX_THRESHOLD } from '../policy/validation.js';
-import { execute, type Limits } from '../stores/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+import { execute, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 
 /**
  * What `RateLimitService.reserve` resolves with: the decision that took the estimate, plus how

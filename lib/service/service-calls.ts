@@ -8,8 +8,8 @@ import {
   type StoreCall,
   type StoreOperation,
   supports,
-} from '../stores/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+} from '../store-contract/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { admit, permitOf, type RateLimitPermit } from './permit.js';
 import {

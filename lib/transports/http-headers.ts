@@ -1,6 +1,6 @@
 import { algorithmOf } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type PolicyDecision, type RateLimitDecision } from '../stores/store.interface.js';
+import { type PolicyDecision, type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type HttpResponseLike, setHeader } from './http-request.js';
 
 /** Which rate-limit headers responses carry. */

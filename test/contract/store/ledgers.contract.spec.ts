@@ -11,7 +11,7 @@ import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { RouteKeys } from '../../../lib/route/route-keys.js';
 import { outcomesPendingOf } from '../../../lib/stores/decision.js';
-import { execute, type Limits } from '../../../lib/stores/store-call.js';
+import { execute, type Limits } from '../../../lib/store-contract/store-call.js';
 import { MemoryStore, RedisStore, type RateLimitDecision } from '../../../lib/index.js';
 import { type ClientKind } from '../../support/clients.js';
 import { STORE_TARGETS, TestClock, useRedis } from '../../support/stores.js';
