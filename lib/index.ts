@@ -36,7 +36,7 @@ export {
   type ResolvedRateLimitOptions,
   type RedisConnection,
   type DecisionHook,
-} from './module/rate-limit.options.js';
+} from './options/rate-limit.options.js';
 export {
   type Duration,
   type Dynamic,

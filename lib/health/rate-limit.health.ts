@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { ForwardingStore } from '../stores/forwarding-store.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';

@@ -27,8 +27,8 @@ import {
   type RateLimitOptionsFactory,
   type RateLimitRootOptions,
   type ResolvedRateLimitOptions,
-} from './rate-limit.options.js';
-import { resolveOptions } from './resolve-options.js';
+} from '../options/rate-limit.options.js';
+import { resolveOptions } from '../options/resolve-options.js';
 import { configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { RateLimitService } from '../service/rate-limit.service.js';

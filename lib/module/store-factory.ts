@@ -2,7 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import {
   type ResolvedRateLimitOptions,
   type RateLimitModuleOptions,
-} from './rate-limit.options.js';
+} from '../options/rate-limit.options.js';
 import { configError } from '../policy/validation.js';
 import { BlockCacheStore } from '../stores/block-cache.js';
 import { type BootstrapLogger } from '../stores/eviction-warning.js';

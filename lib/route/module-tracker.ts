@@ -1,6 +1,6 @@
 import { type WarningLogger, warnIfAuthenticatedLate } from './auth-order-warning.js';
 import { encodeKeyPart, standInKeyPart } from './route-keys.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { isPromise } from './policy-template.js';
 import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';
 import { type RouteCall } from './route-plan.js';

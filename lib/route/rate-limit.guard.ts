@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import {
   RATE_LIMIT_MEMORY_STORE,
   RATE_LIMIT_OPTIONS,

@@ -1,4 +1,4 @@
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type WarningLogger } from './auth-order-warning.js';
 import { moduleTracker } from './module-tracker.js';

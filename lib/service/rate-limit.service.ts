@@ -12,7 +12,7 @@ import {
 } from './service-options.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { parseDuration } from '../policy/validation.js';
 import {
