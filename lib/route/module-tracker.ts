@@ -1,5 +1,5 @@
 import { type WarningLogger, warnIfAuthenticatedLate } from './auth-order-warning.js';
-import { encodeKeyPart, standInKeyPart } from './route-keys.js';
+import { encodeKeyPart, standInKeyPart } from '../keys/route-keys.js';
 import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { isPromise } from './policy-template.js';
 import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';

@@ -6,7 +6,7 @@ import { ProxyTrustWarning } from './proxy-trust-warning.js';
 import { type Limits } from '../store-contract/store-call.js';
 import { isPromise, resolveCost } from './policy-template.js';
 import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';
-import { policyTrackerPart, RouteKeys } from './route-keys.js';
+import { policyTrackerPart, RouteKeys } from '../keys/route-keys.js';
 import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';
 import { type OverrideRegistry } from '../overrides/override-registry.js';
 

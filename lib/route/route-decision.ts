@@ -9,7 +9,7 @@ import {
   type RateLimitStore,
 } from '../store-contract/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
-import { RouteKeys } from './route-keys.js';
+import { RouteKeys } from '../keys/route-keys.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
 
 /** One store call of a route's decision: its enforced policies, or its shadow ones. */

@@ -8,7 +8,7 @@ import { newRouteMemo, type RouteMemo, type Transport } from '../transports/tran
 import { type PolicyTemplate } from './policy-template.js';
 import { type CountMode } from './route-policy.js';
 import { placeName } from './rate-limit.decorator.js';
-import { RouteKeys } from './route-keys.js';
+import { RouteKeys } from '../keys/route-keys.js';
 import { scopeMark } from './route-scope.js';
 
 /**

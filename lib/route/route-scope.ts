@@ -1,7 +1,7 @@
 import { configError } from '../policy/validation.js';
 import { type PolicyTemplate } from './policy-template.js';
 import { type RouteScope } from './route-policy.js';
-import { encodeKeyPart } from './route-keys.js';
+import { encodeKeyPart } from '../keys/route-keys.js';
 
 /** Longest custom scope name; the key holds it (encoded), so it must stay short. */
 export const MAX_SCOPE_LENGTH = 100;

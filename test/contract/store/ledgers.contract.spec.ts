@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
-import { RouteKeys } from '../../../lib/route/route-keys.js';
+import { RouteKeys } from '../../../lib/keys/route-keys.js';
 import { outcomesPendingOf } from '../../../lib/stores/decision.js';
 import { execute, type Limits } from '../../../lib/store-contract/store-call.js';
 import { MemoryStore, RedisStore, type RateLimitDecision } from '../../../lib/index.js';
