@@ -45,7 +45,7 @@ export {
   type ResolvedPolicy,
 } from './policy/rate-limit.policy.js';
 export { RateLimitConfigError } from './policy/validation.js';
-export { type CountMode, type RoutePolicy, type RouteScope } from './route/route-policy.js';
+export { type CountMode, type RoutePolicy, type RouteScope } from './templates/route-policy.js';
 export { type Algorithm, type RateAlgorithm } from './algorithms/algorithm.js';
 export { type HeaderMode } from './transports/http-headers.js';
 export {
@@ -63,7 +63,7 @@ export {
   UserFunctionError,
   UserFunctionTimeoutError,
   type UserFunction,
-} from './route/user-functions.js';
+} from './templates/user-functions.js';
 export {
   type MemoryPolicy,
   RedisStore,

@@ -24,7 +24,7 @@ import { RouteAnswer } from './route-answer.js';
 import { decideRoute } from './route-decision.js';
 import { type RouteCall, type RouteFeatures, RoutePlans } from './route-plan.js';
 import { Settlement } from './settlement.js';
-import { UserFunctionBounds } from './user-functions.js';
+import { UserFunctionBounds } from '../templates/user-functions.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 

@@ -4,10 +4,10 @@ import { type WarningLogger } from './auth-order-warning.js';
 import { moduleTracker } from './module-tracker.js';
 import { ProxyTrustWarning } from './proxy-trust-warning.js';
 import { type Limits } from '../store-contract/store-call.js';
-import { isPromise, resolveCost } from './policy-template.js';
+import { isPromise, resolveCost } from '../templates/policy-template.js';
 import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';
 import { policyTrackerPart, RouteKeys } from '../keys/route-keys.js';
-import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';
+import { callUserFunction, EXPIRED, type FunctionBound } from '../templates/user-functions.js';
 import { type OverrideRegistry } from '../overrides/override-registry.js';
 
 // Each policy's tracker as a key part, filled in only when an override for one tracker needs it.
