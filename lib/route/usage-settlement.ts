@@ -1,5 +1,5 @@
 import { type ExecutionContext } from '@nestjs/common';
-import { checkUsage, settleUsage } from '../service/reservation.js';
+import { checkUsage, settleUsage } from '../flow/usage.js';
 import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { type DecisionPart } from './route-decision.js';
 import { type RouteFeatures } from './route-plan.js';

@@ -1,5 +1,6 @@
 import { algorithmOf } from '../algorithms/registry.js';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';
+import { checkUsage, settleUsage } from '../flow/usage.js';
 import { type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { configError } from '../policy/validation.js';
 import {
@@ -12,12 +13,7 @@ import {
 import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { admit, permitOf, type RateLimitPermit } from './permit.js';
-import {
-  checkUsage,
-  type RateLimitReservation,
-  reservationOf,
-  settleUsage,
-} from './reservation.js';
+import { type RateLimitReservation, reservationOf } from './reservation.js';
 import { type ServiceLimits } from './service-limits.js';
 import {
   type AcquireOptions,
