@@ -1,4 +1,5 @@
-import { decide, type KeyValues, type PolicyArgs } from '../../algorithms/decide.js';
+import { type KeyValues, type PolicyArgs } from '../../algorithms/algorithm.js';
+import { decide } from '../../algorithms/decide.js';
 import { configError } from '../../policy/validation.js';
 import { encodeCall, type EncodedCall } from '../call-encoding.js';
 import { monotonicClock, toMicros } from '../clock.js';
