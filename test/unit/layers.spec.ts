@@ -42,11 +42,12 @@ function partOf(path: string): string {
 
 const layerOf = new Map(LAYERS.flatMap((parts, layer) => parts.map((part) => [part, layer])));
 
-/** Why `i` breaks the order, or undefined when it keeps it. */
+/** Why an import breaks the order, or undefined when it keeps it. */
 function breach({ from, to }: Import): string | undefined {
   const [own, other] = [partOf(from), partOf(to)];
   if (own === other) return undefined;
-  const [mine, theirs] = [layerOf.get(own)!, layerOf.get(other)!];
+  const [mine, theirs] = [layerOf.get(own), layerOf.get(other)];
+  if (mine === undefined || theirs === undefined) return `${from} → ${to} (a part in no layer)`;
   if (theirs > mine) return undefined;
   const how = theirs === mine ? 'in its own layer' : `${mine - theirs} layer(s) up`;
   return `${from} → ${to} (${own} may not import ${other}: ${how})`;
