@@ -1,12 +1,24 @@
 import { algorithmOf } from '../algorithms/registry.js';
-import { leaseOf, leasesFullOf, outcomesPendingOf } from '../stores/decision.js';
+import { leaseOf, leasesFullOf, outcomesPendingOf, withPolicies } from '../stores/decision.js';
 import { execute, type Limits } from '../store-contract/store-call.js';
 import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
+import { strictLimits } from './strict-spacing.js';
 
 /** How long a call may wait for its slot, and how to tell that its caller went away. */
 export interface SlotWait {
   readonly maxWaitMs: number;
+  /**
+   * Spaces the starts strictly (see strict-spacing.ts): no span of one period sees more than
+   * `threshold` of them, however late each runs behind its slot.
+   */
+  readonly strict?: boolean;
+  /**
+   * Called once, in the same turn as the last check, when the call may start: `run()` starts its
+   * function here, so that no other work (another call's function, say) runs between the check
+   * and the start. Without it, the start is when the returned promise resolves.
+   */
+  readonly begin?: () => void;
   /**
    * How long a rejection that only requests still in flight cause (on a policy counting some
    * outcomes) may be waited out, when longer than `maxWaitMs`; such a wait ends as soon as those
@@ -60,6 +72,10 @@ export async function waitForSlot(
   const { keys, policies } = limits;
   const started = performance.now();
   const bookable = policies.every((p) => algorithmOf(p.algorithm).bookable);
+  const strict = wait.strict === true ? strictLimits(limits) : undefined;
+  const decided = strict?.limits ?? limits;
+  // The answer names the caller's policies, not their stretched form.
+  const answer = (d: RateLimitDecision) => (strict === undefined ? d : withPolicies(d, policies));
   let gone = false;
   let slept = false;
   let interrupt: (() => void) | undefined;
@@ -78,10 +94,11 @@ export async function waitForSlot(
       const leftMs = wait.maxWaitMs - elapsedMs;
       // Nothing to book once no wait for a rate is left (a route that only waits for outcomes):
       // a consume, which a local block may answer.
+      const sentAt = performance.now();
       const decision =
         bookable && leftMs > 0
-          ? await execute(store, { op: 'reserve', limits, maxWaitMs: leftMs })
-          : await execute(store, { op: 'consume', limits });
+          ? await execute(store, { op: 'reserve', limits: decided, maxWaitMs: leftMs })
+          : await execute(store, { op: 'consume', limits: decided });
       if (decision.allowed) {
         // The wait runs from the reply, so the call starts at its slot or after, never before.
         // A timer may fire up to a millisecond early: then it sleeps the rest.
@@ -92,12 +109,25 @@ export async function waitForSlot(
           await pause(left, (wake) => (interrupt = wake));
         }
         if (gone) {
-          await giveBack(store, limits, decision);
+          await giveBack(store, decided, decision);
           if (slept) wait.onWaited?.(started, 'abandoned', decision);
           throw wait.abandoned?.();
         }
+        if (strict !== undefined && decision.degraded !== 'allow') {
+          // The store decided after `sentAt`, so this is at least how late the start would be
+          // behind its slot (`waitMs` is rounded up to the millisecond; the sleep was too).
+          const lateMs = performance.now() - sentAt - Math.max(waitMs - 1, 0);
+          if (lateMs > strict.marginMs) {
+            // Too late to start: the slot passes unused and the call books another. Giving the
+            // slot back could let a later booking start closer than the spacing allows.
+            await freeLease(store, decided, decision);
+            slept = true;
+            continue;
+          }
+        }
+        wait.begin?.();
         if (slept) wait.onWaited?.(started, 'waited', decision);
-        return decision;
+        return answer(decision);
       }
       // `'allow'` and `'deny'` answer for a failing store; waiting would not change them.
       const next =
@@ -106,7 +136,7 @@ export async function waitForSlot(
           : nextTry(decision, leftMs, (wait.outcomeWaitMs ?? 0) - elapsedMs);
       if (next === undefined) {
         if (slept) wait.onWaited?.(started, 'limited', decision);
-        return decision;
+        return answer(decision);
       }
       if (gone) {
         if (slept) wait.onWaited?.(started, 'abandoned', decision);
@@ -145,6 +175,16 @@ async function giveBack(
     undo.push(execute(store, { op: 'release', limits, of: decision }));
   }
   await Promise.allSettled(undo);
+}
+
+/** Frees the lease an allowed decision took, if it took one; failures are ignored, as above. */
+async function freeLease(
+  store: RateLimitStore,
+  limits: Limits,
+  decision: RateLimitDecision,
+): Promise<void> {
+  if (leaseOf(decision) === undefined) return;
+  await execute(store, { op: 'release', limits, of: decision }).catch(() => undefined);
 }
 
 /**

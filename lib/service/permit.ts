@@ -38,6 +38,8 @@ export function permitOf(
  * Waits for a slot under every policy, up to `maxWait` (default: the longest period), and answers
  * with the store's allowing decision itself, which the caller may hand back to the store (its
  * arrival, its lease). Rejects with a `RateLimitException` when the call cannot proceed in time.
+ * `strict`: the starts are spaced strictly (see flow/strict-spacing.ts); `begin`: what starts
+ * the call, run in the same turn as the last check (see `SlotWait.begin`).
  */
 export async function admit(
   store: RateLimitStore,
@@ -46,6 +48,8 @@ export async function admit(
   options: AcquireOptions | undefined,
   where: string,
   telemetry: RateLimitTelemetry,
+  strict = false,
+  begin?: () => void,
 ): Promise<RateLimitDecision> {
   const maxWaitMs = resolveMaxWait(options?.maxWait, limits.policies, where);
   const signal = options?.signal;
@@ -59,6 +63,8 @@ export async function admit(
     : undefined;
   const decision = await waitForSlot(store, leases, limits, {
     maxWaitMs,
+    strict,
+    begin,
     onAbandon: signal && ((listener) => onAbort(signal, listener)),
     abandoned: () => signal?.reason,
     onWaited,

@@ -110,7 +110,8 @@ export class RateLimitService {
    * permit; rejects with a `RateLimitException` (its `retryAfterMs` says when it could) at once
    * when it cannot proceed in time, without booking anything. On the bucket algorithms the slot
    * is booked in the one store call that answers, and callers on every instance go in the order
-   * they booked, at the policy's spacing; the window algorithms are asked again when their
+   * they booked, spaced strictly unless `strict: false` (no span of one period sees more than
+   * `threshold` starts, at about 92% of the rate); the window algorithms are asked again when their
    * `retryAfterMs` has passed; a `'concurrency'` policy holds a lease until `release()`.
    *
    * @example

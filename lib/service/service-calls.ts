@@ -68,10 +68,16 @@ export class ServiceCalls {
     key: string,
     policy: Policies,
     options: AcquireOptions | undefined,
+    begin?: () => void,
   ): Promise<RateLimitPermit> {
     checkCallOptions(options, 'acquire', where);
+    const strict = options?.strict ?? true;
+    if (typeof strict !== 'boolean') {
+      throw configError(where, 'strict', strict, 'true (the default) or false');
+    }
     const limits = this.limits.of(where, key, policy, options, true);
-    const decision = await admit(this.store, this.leases, limits, options, where, this.telemetry);
+    const { store, leases, telemetry } = this;
+    const decision = await admit(store, leases, limits, options, where, telemetry, strict, begin);
     return permitOf(this.leases, limits, decision);
   }
 
@@ -87,9 +93,11 @@ export class ServiceCalls {
     }
     checkCallOptions(options, 'run', where);
     if (options?.usage !== undefined) return this.runReserved(key, policy, fn, options);
-    const permit = await this.permit(where, key, policy, options);
+    // Started the moment the last check lets it, not a turn later (see SlotWait.begin).
+    let running: Promise<T> | undefined;
+    const permit = await this.permit(where, key, policy, options, () => (running = start(fn)));
     try {
-      return await fn();
+      return await (running ?? start(fn));
     } finally {
       await permit.release();
     }
@@ -122,6 +130,9 @@ export class ServiceCalls {
     if (typeof usage !== 'function') {
       throw configError(where, 'usage', usage, 'a function of the result giving what it used');
     }
+    if (options.strict !== undefined) {
+      throw configError(where, 'strict', options.strict, 'omitted with usage: its cost is no call');
+    }
     const limits = this.reservable(where, key, policy, options.cost);
     const decision = await admit(this.store, this.leases, limits, options, where, this.telemetry);
     const result = await fn();
@@ -147,5 +158,14 @@ export class ServiceCalls {
       throw configError(where, 'store', name, 'a store with a settle() method');
     }
     return limits;
+  }
+}
+
+/** `fn()` as a promise, rejected when `fn` throws. */
+function start<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (error) {
+    return Promise.reject(error as Error);
   }
 }

@@ -21,6 +21,15 @@ export interface AcquireOptions extends ConsumeOptions {
   maxWait?: Duration;
   /** Cancels the wait: `acquire` rejects with the signal's reason, and a booked slot is given back. */
   signal?: AbortSignal;
+  /**
+   * Default true: as whatever you call sees the starts, no span of one `period` holds more than
+   * `threshold` of them, across instances, however late a start runs behind its slot. It costs
+   * about 8% of the rate (a sliding-window or bucket policy's period is stretched by a twelfth),
+   * and a call that would start more than that twelfth of a period late books a new slot. False:
+   * slots exactly the policy's spacing apart, at its full rate, and a late start may bunch with
+   * the next. Not taken with `usage`, whose cost is not a call.
+   */
+  strict?: boolean;
 }
 
 /** Options of one `reserve()` call. */
@@ -60,6 +69,7 @@ export const ACQUIRE_OPTION_FIELDS = {
   ...CONSUME_OPTION_FIELDS,
   maxWait: true,
   signal: true,
+  strict: true,
 } as const satisfies FieldList<AcquireOptions>;
 
 /** Every field of {@link RunOptions}. */
@@ -82,6 +92,7 @@ const CALL_FIELDS = {
   consume: knownFields(CONSUME_OPTION_FIELDS, {
     maxWait: `maxWait ${ONLY_WAITERS}`,
     signal: `signal ${ONLY_WAITERS}`,
+    strict: 'strict applies only to acquire() and run()',
     usage: 'usage applies only to run(); reserve() returns a ticket to settle',
   }),
   acquire: knownFields(ACQUIRE_OPTION_FIELDS, {
@@ -90,6 +101,7 @@ const CALL_FIELDS = {
   run: knownFields(RUN_OPTION_FIELDS),
   reserve: knownFields(RESERVE_OPTION_FIELDS, {
     cost: "the estimate is reserve()'s third argument",
+    strict: 'strict applies only to acquire() and run()',
     usage: 'usage is what settle() takes',
   }),
 };

@@ -167,6 +167,38 @@ export function degradedDecision(
   return copy;
 }
 
+/**
+ * The same decision, its answers naming `policies` (the same policies, in the same order, in the
+ * form the caller knows) instead of the ones the store was given.
+ */
+export function withPolicies(
+  decision: RateLimitDecision,
+  policies: readonly ResolvedPolicy[],
+): RateLimitDecision {
+  const { allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded } = decision;
+  const precise = preciseWaitOf(decision);
+  const answers = decision.policies.map((answer, i) => {
+    const renamed = { ...answer, policy: policies[i] };
+    if (LEASES_FULL.has(answer)) LEASES_FULL.add(renamed);
+    if (OUTCOMES_PENDING.has(answer)) OUTCOMES_PENDING.add(renamed);
+    return renamed;
+  });
+  const copy = new StoreDecision(
+    allowed,
+    limit,
+    remaining,
+    resetAfterMs,
+    retryAfterMs,
+    answers,
+    degraded,
+    arrivalOf(decision),
+    leaseOf(decision),
+    precise === undefined ? undefined : precise * 1000,
+  );
+  if (decision.waitMs !== undefined) (copy as { waitMs?: number }).waitMs = decision.waitMs;
+  return copy;
+}
+
 /** Folds the policies' answers into one decision; see {@link RateLimitDecision}. */
 export function combineDecisions(
   allowed: boolean,

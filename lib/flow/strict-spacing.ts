@@ -1,0 +1,65 @@
+import { type Algorithm } from '../algorithms/algorithm.js';
+import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
+import { type Limits } from '../store-contract/store-call.js';
+
+/**
+ * Strict spacing: as whatever a call is made to sees the starts, no span of one `period` holds
+ * more than `threshold` of them, across instances, however late a start runs behind its slot.
+ *
+ * A store decides on its own clock, and a call starts a little after its slot: the reply's way
+ * back, a timer, a busy event loop. A late start followed by one on time bunches two starts
+ * closer than the policy allows, so a window of one period can see `threshold + 1`. Strict calls
+ * are therefore decided against the period stretched by a margin of one twelfth (so they keep
+ * 12/13, about 92%, of the rate), and a call that would start more than that margin after its
+ * slot does not start: its slot passes unused and it asks for a new one.
+ *
+ * The margin is measured on this process's clock alone: from just before the store call went out
+ * to the moment the call starts, less the wait the store gave it. The store decided after the
+ * call went out, so that is at least how late the start is behind its slot, whatever the clocks of
+ * the store and the instances say.
+ *
+ * Only the algorithms that bound every span of a period take part: the sliding log, and the two
+ * buckets (whose `burst` is then what they allow at once, as without strict spacing). Fixed
+ * windows and the sliding-window counter count in windows that already let up to twice
+ * `threshold` through across a window's edge; they are decided as they are.
+ */
+const MARGIN_PARTS = 12;
+
+const SPANS_BOUNDED: ReadonlySet<Algorithm> = new Set<Algorithm>([
+  'sliding-window',
+  'leaky-bucket',
+  'token-bucket',
+]);
+
+/** Limits decided strictly, and how late a start may run behind its slot. */
+export interface StrictLimits {
+  readonly limits: Limits;
+  readonly marginMs: number;
+}
+
+// One stretched policy per policy object: policies are compiled once, so this is built once too.
+const stretched = new WeakMap<ResolvedPolicy, ResolvedPolicy>();
+
+function stretch(policy: ResolvedPolicy): ResolvedPolicy {
+  let wider = stretched.get(policy);
+  if (wider === undefined) {
+    const periodUs = policy.periodUs + Math.floor(policy.periodUs / MARGIN_PARTS);
+    wider = Object.freeze({ ...policy, periodUs, periodMs: periodUs / 1000 });
+    stretched.set(policy, wider);
+  }
+  return wider;
+}
+
+/** The strict form of `limits`, or undefined when none of its policies takes part. */
+export function strictLimits(limits: Limits): StrictLimits | undefined {
+  let marginMs = Infinity;
+  let policies: ResolvedPolicy[] | undefined;
+  limits.policies.forEach((policy, i) => {
+    if (!SPANS_BOUNDED.has(policy.algorithm)) return;
+    const wider = stretch(policy);
+    marginMs = Math.min(marginMs, (wider.periodUs - policy.periodUs) / 1000);
+    policies ??= limits.policies.slice();
+    policies[i] = wider;
+  });
+  return policies === undefined ? undefined : { limits: { ...limits, policies }, marginMs };
+}
