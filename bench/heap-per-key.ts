@@ -7,7 +7,7 @@
  *   npm run bench:heap
  */
 import { type Algorithm, MemoryStore } from '../lib/index.js';
-import { RouteKeys } from '../lib/route/route-keys.js';
+import { RouteKeys } from '../lib/keys/route-keys.js';
 import { resolvePolicy } from '../lib/policy/rate-limit.policy.js';
 
 // Just past a power of two, where the Map has just doubled its table: the most a key costs.

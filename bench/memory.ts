@@ -4,7 +4,7 @@
  */
 import { Redis } from 'ioredis';
 import { type Algorithm, RedisStore } from '../lib/index.js';
-import { RouteKeys } from '../lib/route/route-keys.js';
+import { RouteKeys } from '../lib/keys/route-keys.js';
 import { resolvePolicy } from '../lib/policy/rate-limit.policy.js';
 import { RATE_ALGORITHMS } from '../lib/algorithms/registry.js';
 import { type BenchContext, progress } from './support/bench-context.js';

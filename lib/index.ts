@@ -36,7 +36,7 @@ export {
   type ResolvedRateLimitOptions,
   type RedisConnection,
   type DecisionHook,
-} from './module/rate-limit.options.js';
+} from './options/rate-limit.options.js';
 export {
   type Duration,
   type Dynamic,
@@ -45,7 +45,7 @@ export {
   type ResolvedPolicy,
 } from './policy/rate-limit.policy.js';
 export { RateLimitConfigError } from './policy/validation.js';
-export { type CountMode, type RoutePolicy, type RouteScope } from './route/route-policy.js';
+export { type CountMode, type RoutePolicy, type RouteScope } from './templates/route-policy.js';
 export { type Algorithm, type RateAlgorithm } from './algorithms/algorithm.js';
 export { type HeaderMode } from './transports/http-headers.js';
 export {
@@ -55,7 +55,7 @@ export {
   type Clock,
   type StoreErrorPolicy,
   type StoreErrorHandler,
-} from './stores/store.interface.js';
+} from './store-contract/store.interface.js';
 export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
 export { StoreTimeoutError } from './stores/deadlines.js';
 export { StoreCallError } from './stores/store-failure.js';
@@ -63,7 +63,7 @@ export {
   UserFunctionError,
   UserFunctionTimeoutError,
   type UserFunction,
-} from './route/user-functions.js';
+} from './templates/user-functions.js';
 export {
   type MemoryPolicy,
   RedisStore,

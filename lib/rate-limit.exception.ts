@@ -1,11 +1,18 @@
 import { HttpException, HttpStatus, IntrinsicException } from '@nestjs/common';
-import { waitSeconds } from './transports/http-headers.js';
-import { type RateLimitDecision } from './stores/store.interface.js';
+import { type RateLimitDecision } from './store-contract/store.interface.js';
 
 /** The 429 message when a request's cost exceeds what a policy can ever allow. */
 export const COST_TOO_HIGH_MESSAGE = 'Request cost exceeds the rate limit';
 /** The 503 message while the store fails and `onStoreError` is `'deny'`. */
 export const STORE_UNAVAILABLE_MESSAGE = 'Rate limiting is unavailable';
+
+/**
+ * A wait in whole seconds, rounded up and never 0, so clients do not retry too early: what
+ * `Retry-After`, the error payloads and a GraphQL error's `retryAfter` say.
+ */
+export function waitSeconds(retryAfterMs: number): number {
+  return Math.max(1, Math.ceil(retryAfterMs / 1000));
+}
 
 /**
  * Thrown when a call is over its limit: by the guard, and by `RateLimitService.acquire` and

@@ -23,6 +23,21 @@ export interface Params {
   readonly bounds?: readonly number[];
 }
 
+/** One policy of a call, as the script's arguments carry it. */
+export interface PolicyArgs extends Params {
+  readonly algorithm: Algorithm;
+  /** Lock-out after a rejection (or, for a block, its length), in µs; 0 for none. */
+  readonly blockUs: number;
+}
+
+/** Where the memory store keeps each key's state; the twin of the Redis keyspace. */
+export interface KeyValues {
+  /** The state, or undefined once it has expired or was never written. */
+  get(key: string): unknown;
+  set(key: string, state: unknown, expiresAtUs: number): void;
+  delete(key: string): void;
+}
+
 /**
  * The most a charge can put a bucket in debt, in µs of refill or draining past empty: about 31
  * years, as far as a bucket itself may reach (`MAX_BUCKET_US`). A debt that long is as good as

@@ -1,10 +1,10 @@
 import {
-  type Algorithm,
   type AlgorithmTwin,
+  type KeyValues,
   ms,
   NEVER,
   ON_OUTCOME,
-  type Params,
+  type PolicyArgs,
   type Stored,
 } from './algorithm.js';
 import { leaseId } from './concurrency.js';
@@ -16,21 +16,6 @@ import { algorithmOf } from './registry.js';
  * (w), release a lease (l), renew it (n), settle a reservation (s).
  */
 export type Operation = 'c' | 'p' | 'r' | 'x' | 'b' | 'w' | 'l' | 'n' | 's';
-
-/** One policy of a call, as the script's arguments carry it. */
-export interface PolicyArgs extends Params {
-  readonly algorithm: Algorithm;
-  /** Lock-out after a rejection (or, for a block, its length), in µs; 0 for none. */
-  readonly blockUs: number;
-}
-
-/** Where the memory store keeps each key's state; the twin of the Redis keyspace. */
-export interface KeyValues {
-  /** The state, or undefined once it has expired or was never written. */
-  get(key: string): unknown;
-  set(key: string, state: unknown, expiresAtUs: number): void;
-  delete(key: string): void;
-}
 
 /**
  * A policy's ledger of requests counted whose outcome is not known yet, on a route that counts

@@ -1,5 +1,4 @@
-import { ms } from './algorithm.js';
-import { type KeyValues, type PolicyArgs } from './decide.js';
+import { type KeyValues, ms, type PolicyArgs } from './algorithm.js';
 
 /*
  * The twin of `ledger.lua`: the ledgers of the policies that count only some outcomes, where the

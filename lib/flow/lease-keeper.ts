@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { algorithmOf } from '../algorithms/registry.js';
 import { leaseOf } from '../stores/decision.js';
-import { execute, type Limits } from '../stores/store-call.js';
-import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
+import { execute, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision, RateLimitStore } from '../store-contract/store.interface.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';

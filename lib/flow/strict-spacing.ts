@@ -1,6 +1,6 @@
 import { type Algorithm } from '../algorithms/algorithm.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type Limits } from '../stores/store-call.js';
+import { type Limits } from '../store-contract/store-call.js';
 
 /**
  * Strict spacing: as whatever a call is made to sees the starts, no span of one `period` holds

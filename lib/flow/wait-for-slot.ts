@@ -1,7 +1,7 @@
 import { algorithmOf } from '../algorithms/registry.js';
 import { leaseOf, leasesFullOf, outcomesPendingOf, withPolicies } from '../stores/decision.js';
-import { execute, type Limits } from '../stores/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+import { execute, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
 import { strictLimits } from './strict-spacing.js';
 

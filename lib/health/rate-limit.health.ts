@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { ForwardingStore } from '../stores/forwarding-store.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { ResilientStore, type ServerAnswer } from '../stores/resilient.store.js';
-import { RateLimitStore } from '../stores/store.interface.js';
+import { RateLimitStore } from '../store-contract/store.interface.js';
 import { type RateLimitHealthDetails, resilienceDetails } from './store-health.js';
 
 export type { RateLimitHealthDetails } from './store-health.js';

@@ -1,6 +1,6 @@
-import { type BreakerState } from '../stores/circuit-breaker.js';
+import { type BreakerState } from '../store-contract/health-change.js';
 import { type NodeHealth } from '../stores/node-health.js';
-import { type StoreErrorPolicy } from '../stores/store.interface.js';
+import { type StoreErrorPolicy } from '../store-contract/store.interface.js';
 
 /**
  * What {@link RateLimitHealthIndicator} reports under its key, in the shape of a Terminus

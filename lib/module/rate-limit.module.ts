@@ -27,13 +27,13 @@ import {
   type RateLimitOptionsFactory,
   type RateLimitRootOptions,
   type ResolvedRateLimitOptions,
-} from './rate-limit.options.js';
-import { resolveOptions } from './resolve-options.js';
+} from '../options/rate-limit.options.js';
+import { resolveOptions } from '../options/resolve-options.js';
 import { configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
 import { createStore, type StoreHandle } from './store-factory.js';
-import { type Clock, RateLimitStore } from '../stores/store.interface.js';
+import { type Clock, RateLimitStore } from '../store-contract/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { telemetryProvider } from './telemetry-provider.js';

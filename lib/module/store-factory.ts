@@ -2,7 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import {
   type ResolvedRateLimitOptions,
   type RateLimitModuleOptions,
-} from './rate-limit.options.js';
+} from '../options/rate-limit.options.js';
 import { configError } from '../policy/validation.js';
 import { BlockCacheStore } from '../stores/block-cache.js';
 import { type BootstrapLogger } from '../stores/eviction-warning.js';
@@ -10,7 +10,7 @@ import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from '../stores/redis/redis-client.js';
 import { ResilientStore } from '../stores/resilient.store.js';
-import { type RateLimitStore } from '../stores/store.interface.js';
+import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js';
 import { MemoryOverrideSource } from '../overrides/memory-override-source.js';

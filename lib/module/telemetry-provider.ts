@@ -11,7 +11,7 @@ import { type StoreKind } from '../telemetry/rate-limit-telemetry.js';
 import {
   type RateLimitModuleOptions,
   type ResolvedRateLimitOptions,
-} from './rate-limit.options.js';
+} from '../options/rate-limit.options.js';
 
 /** The store the options describe, as the `rate_limit.store` attribute names it. */
 export function storeKindOf(raw: RateLimitModuleOptions): StoreKind {

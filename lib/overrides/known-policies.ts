@@ -4,7 +4,7 @@ import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { configError } from '../policy/validation.js';
 import { nearestField } from '../policy/known-fields.js';
 import { RATE_LIMIT_POLICY } from '../rate-limit.constants.js';
-import { type PolicyTemplate } from '../route/policy-template.js';
+import { type PolicyTemplate } from '../templates/policy-template.js';
 
 /** What is known of one policy of a name: its algorithm, and its values when they are fixed. */
 export interface KnownPolicy {

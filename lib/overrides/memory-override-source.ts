@@ -1,4 +1,4 @@
-import { type Clock } from '../stores/store.interface.js';
+import { type Clock } from '../store-contract/store.interface.js';
 import { MAX_OVERRIDES } from './override-bounds.js';
 import {
   type OverrideEntry,

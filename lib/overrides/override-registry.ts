@@ -1,6 +1,6 @@
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { StoreNotConnectedError } from '../stores/redis/script-client.js';
-import { encodeKeyPart, policyTrackerPart } from '../route/route-keys.js';
+import { encodeKeyPart, policyTrackerPart } from '../keys/route-keys.js';
 import { type KnownPolicies } from './known-policies.js';
 import { overriddenPolicy } from './overridden-policy.js';
 import { ListingChecks } from './listing-checks.js';

@@ -7,7 +7,7 @@ import {
   checkTimeZone,
   parseAnchor,
 } from './calendar-window.js';
-import { type RateLimitPolicy } from './rate-limit.policy.js';
+import { type RateLimitPolicy } from './declared-policy.js';
 import { configError, valueOr } from './validation.js';
 
 /**

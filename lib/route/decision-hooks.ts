@@ -1,6 +1,6 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
-import { type DecisionHook, type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
-import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type DecisionHook, type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 
 type HookName = 'onDecision' | 'onLimited' | 'skipIf';
 

@@ -1,8 +1,8 @@
 import { type WarningLogger, warnIfAuthenticatedLate } from './auth-order-warning.js';
-import { encodeKeyPart, standInKeyPart } from './route-keys.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
-import { isPromise } from './policy-template.js';
-import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';
+import { encodeKeyPart, standInKeyPart } from '../keys/route-keys.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
+import { isPromise } from '../templates/policy-template.js';
+import { callUserFunction, EXPIRED, type FunctionBound } from '../templates/user-functions.js';
 import { type RouteCall } from './route-plan.js';
 import { type ProxyTrustWarning } from './proxy-trust-warning.js';
 

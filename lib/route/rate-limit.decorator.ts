@@ -3,8 +3,12 @@ import { UseInterceptors } from '@nestjs/common';
 import { anyHoldsLeases } from '../algorithms/registry.js';
 import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
 import { RateLimitInterceptor } from './rate-limit.interceptor.js';
-import { appendTemplates, compileTemplates, type PolicyTemplate } from './policy-template.js';
-import { type RoutePolicy } from './route-policy.js';
+import {
+  appendTemplates,
+  compileTemplates,
+  type PolicyTemplate,
+} from '../templates/policy-template.js';
+import { type RoutePolicy } from '../templates/route-policy.js';
 
 type ClassOrMethodDecorator = (
   target: object,

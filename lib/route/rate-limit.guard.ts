@@ -8,14 +8,14 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import {
   RATE_LIMIT_MEMORY_STORE,
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_TELEMETRY,
 } from '../rate-limit.constants.js';
-import { execute, type Limits } from '../stores/store-call.js';
-import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
+import { execute, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision, RateLimitStore } from '../store-contract/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { transportFor } from '../transports/index.js';
 import { DecisionHooks } from './decision-hooks.js';
@@ -24,7 +24,7 @@ import { RouteAnswer } from './route-answer.js';
 import { decideRoute } from './route-decision.js';
 import { type RouteCall, type RouteFeatures, RoutePlans } from './route-plan.js';
 import { Settlement } from './settlement.js';
-import { UserFunctionBounds } from './user-functions.js';
+import { UserFunctionBounds } from '../templates/user-functions.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 

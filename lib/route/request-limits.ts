@@ -1,13 +1,13 @@
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { type WarningLogger } from './auth-order-warning.js';
 import { moduleTracker } from './module-tracker.js';
 import { ProxyTrustWarning } from './proxy-trust-warning.js';
-import { type Limits } from '../stores/store-call.js';
-import { isPromise, resolveCost } from './policy-template.js';
+import { type Limits } from '../store-contract/store-call.js';
+import { isPromise, resolveCost } from '../templates/policy-template.js';
 import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';
-import { policyTrackerPart, RouteKeys } from './route-keys.js';
-import { callUserFunction, EXPIRED, type FunctionBound } from './user-functions.js';
+import { policyTrackerPart, RouteKeys } from '../keys/route-keys.js';
+import { callUserFunction, EXPIRED, type FunctionBound } from '../templates/user-functions.js';
 import { type OverrideRegistry } from '../overrides/override-registry.js';
 
 // Each policy's tracker as a key part, filled in only when an override for one tracker needs it.

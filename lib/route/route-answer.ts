@@ -8,7 +8,7 @@ import {
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { COST_TOO_HIGH_MESSAGE, STORE_UNAVAILABLE_MESSAGE } from '../rate-limit.exception.js';
 import { arrivalOf } from '../stores/decision.js';
-import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type Rejection } from '../transports/transport.js';
 import { type DecisionHooks } from './decision-hooks.js';
 import { type RouteCall } from './route-plan.js';

@@ -2,14 +2,14 @@ import { HttpException } from '@nestjs/common';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';
 import { type SlotWait, waitForSlot } from '../flow/wait-for-slot.js';
 import { combineDecisions } from '../stores/decision.js';
-import { execute, type Limits } from '../stores/store-call.js';
+import { execute, type Limits } from '../store-contract/store-call.js';
 import {
   type PolicyDecision,
   type RateLimitDecision,
   type RateLimitStore,
-} from '../stores/store.interface.js';
+} from '../store-contract/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
-import { RouteKeys } from './route-keys.js';
+import { RouteKeys } from '../keys/route-keys.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
 
 /** One store call of a route's decision: its enforced policies, or its shadow ones. */

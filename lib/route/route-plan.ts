@@ -5,11 +5,11 @@ import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { RATE_LIMIT_POLICY, RATE_LIMIT_SKIP } from '../rate-limit.constants.js';
 import { CalendarPolicyHeader, followsCalendar, policyHeader } from '../transports/http-headers.js';
 import { newRouteMemo, type RouteMemo, type Transport } from '../transports/transport.js';
-import { type PolicyTemplate } from './policy-template.js';
-import { type CountMode } from './route-policy.js';
+import { type PolicyTemplate } from '../templates/policy-template.js';
+import { type CountMode } from '../templates/route-policy.js';
 import { placeName } from './rate-limit.decorator.js';
-import { RouteKeys } from './route-keys.js';
-import { scopeMark } from './route-scope.js';
+import { RouteKeys } from '../keys/route-keys.js';
+import { scopeMark } from '../templates/route-scope.js';
 
 /**
  * The keys of a route where some policy shares its budget beyond the route, compiled once per

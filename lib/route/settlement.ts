@@ -1,9 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { type HeldLease, type LeaseKeeper } from '../flow/lease-keeper.js';
-import { execute } from '../stores/store-call.js';
-import { type RateLimitStore } from '../stores/store.interface.js';
+import { execute } from '../store-contract/store-call.js';
+import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { type PendingOutcomes } from '../transports/pending-outcomes.js';
-import { type CountMode } from './route-policy.js';
+import { type CountMode } from '../templates/route-policy.js';
 import { type DecisionPart } from './route-decision.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
 import { UsageSettlement } from './usage-settlement.js';

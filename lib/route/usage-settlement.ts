@@ -1,9 +1,9 @@
 import { type ExecutionContext } from '@nestjs/common';
-import { checkUsage, settleUsage } from '../service/reservation.js';
-import { type RateLimitStore } from '../stores/store.interface.js';
+import { checkUsage, settleUsage } from '../flow/usage.js';
+import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { type DecisionPart } from './route-decision.js';
 import { type RouteFeatures } from './route-plan.js';
-import { isPromise } from './policy-template.js';
+import { isPromise } from '../templates/policy-template.js';
 
 /**
  * Charges what a request really used in place of its cost, for route policies with `settle`,

@@ -1,6 +1,6 @@
 import { anyHoldsLeases } from '../algorithms/registry.js';
-import { compileTemplates } from '../route/policy-template.js';
-import { ROUTE_POLICY_FIELDS, type RoutePolicy } from '../route/route-policy.js';
+import { compileTemplates } from '../templates/policy-template.js';
+import { ROUTE_POLICY_FIELDS, type RoutePolicy } from '../templates/route-policy.js';
 import {
   POLICY_FIELDS,
   type RateLimitPolicy,

@@ -12,7 +12,7 @@ import {
 } from './service-options.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { parseDuration } from '../policy/validation.js';
 import {
@@ -23,7 +23,7 @@ import {
 } from '../overrides/override-commands.js';
 import { type OverrideLimit, type OverrideOptions } from '../overrides/overridden-policy.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
-import { type RateLimitDecision, RateLimitStore } from '../stores/store.interface.js';
+import { type RateLimitDecision, RateLimitStore } from '../store-contract/store.interface.js';
 
 /**
  * Rate limiting outside HTTP handlers: queues, jobs, sockets, or any code path. Uses the same

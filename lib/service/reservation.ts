@@ -1,6 +1,7 @@
-import { configError, MAX_THRESHOLD } from '../policy/validation.js';
-import { execute, type Limits } from '../stores/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+import { configError } from '../policy/validation.js';
+import { checkUsage, settleUsage } from '../flow/usage.js';
+import { type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 
 /**
  * What `RateLimitService.reserve` resolves with: the decision that took the estimate, plus how
@@ -56,39 +57,4 @@ export function reservationOf(
     return settleUsage(store, limits, decision, actual);
   };
   return { ...decision, estimate, settle, cancel: () => settle(0) };
-}
-
-/**
- * Charges `actual` in place of what `decision` counted under each policy (`limits.costs`): one
- * store call with the signed differences, none when they are all 0.
- */
-export function settleUsage(
-  store: RateLimitStore,
-  limits: Limits,
-  decision: RateLimitDecision,
-  actual: number | readonly (number | undefined)[],
-): Promise<RateLimitDecision> {
-  const { keys, policies, costs } = limits;
-  let any = false;
-  const deltas = costs.map((cost, i) => {
-    const used = typeof actual === 'number' ? actual : actual[i];
-    const delta = used === undefined ? 0 : used - cost;
-    any ||= delta !== 0;
-    return delta;
-  });
-  if (!any) return Promise.resolve(decision);
-  return execute(store, { op: 'settle', limits: { keys, policies, costs: deltas }, of: decision });
-}
-
-/** What a call used: an integer from 0, at most what a policy's threshold may be. */
-export function checkUsage(value: unknown, field: string, where: string): number {
-  if (
-    typeof value !== 'number' ||
-    !Number.isSafeInteger(value) ||
-    value < 0 ||
-    value > MAX_THRESHOLD
-  ) {
-    throw configError(where, field, value, `an integer from 0 to ${MAX_THRESHOLD}`);
-  }
-  return value;
 }

@@ -1,5 +1,6 @@
 import { algorithmOf } from '../algorithms/registry.js';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';
+import { checkUsage, settleUsage } from '../flow/usage.js';
 import { type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { configError } from '../policy/validation.js';
 import {
@@ -8,16 +9,11 @@ import {
   type StoreCall,
   type StoreOperation,
   supports,
-} from '../stores/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../stores/store.interface.js';
+} from '../store-contract/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { admit, permitOf, type RateLimitPermit } from './permit.js';
-import {
-  checkUsage,
-  type RateLimitReservation,
-  reservationOf,
-  settleUsage,
-} from './reservation.js';
+import { type RateLimitReservation, reservationOf } from './reservation.js';
 import { type ServiceLimits } from './service-limits.js';
 import {
   type AcquireOptions,

@@ -2,8 +2,8 @@ import { algorithmOf } from '../algorithms/registry.js';
 import { type OverrideRegistry } from '../overrides/override-registry.js';
 import { type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { checkCount, configError } from '../policy/validation.js';
-import { encodeKeyPart, RouteKeys } from '../route/route-keys.js';
-import { type Limits } from '../stores/store-call.js';
+import { encodeKeyPart, RouteKeys } from '../keys/route-keys.js';
+import { type Limits } from '../store-contract/store-call.js';
 import { PolicyCache } from './policy-cache.js';
 import { type ConsumeOptions } from './service-options.js';
 

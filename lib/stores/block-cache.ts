@@ -2,8 +2,12 @@ import { type Block, covers, leasesFull, replay, shortestWait } from './block-re
 import { monotonicClock } from './clock.js';
 import { outcomesPendingOf, preciseWaitOf } from './decision.js';
 import { ForwardingStore } from './forwarding-store.js';
-import { execute, type StoreCall } from './store-call.js';
-import { type Clock, type RateLimitDecision, type RateLimitStore } from './store.interface.js';
+import { execute, type StoreCall } from '../store-contract/store-call.js';
+import {
+  type Clock,
+  type RateLimitDecision,
+  type RateLimitStore,
+} from '../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { isStoreFailure } from './store-failure.js';
 

@@ -1,6 +1,6 @@
 import { algorithmOf } from '../algorithms/registry.js';
-import { type Limits } from './store-call.js';
-import { type RateLimitDecision } from './store.interface.js';
+import { type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 
 /** A rejection the block cache answers locally until `until`. */
 export interface Block {

@@ -1,6 +1,6 @@
 import { type Operation } from '../algorithms/decide.js';
 import { arrivalOf, leaseOf } from './decision.js';
-import { type Limits, type StoreCall } from './store-call.js';
+import { type Limits, type StoreCall } from '../store-contract/store-call.js';
 
 /**
  * A store call as the decision reads it, in `decide.lua` (its first argument, and the policies'

@@ -1,5 +1,4 @@
-/** What the breaker does with calls: all go through, none do, or one probe does. */
-export type BreakerState = 'closed' | 'open' | 'half_open';
+import { type BreakerState } from '../store-contract/health-change.js';
 
 /**
  * Stops calling a failing store for a short, growing back-off, then lets one probe through.

@@ -1,4 +1,4 @@
-import { type Clock } from './store.interface.js';
+import { type Clock } from '../store-contract/store.interface.js';
 
 // Read once: the getter costs more than the clock itself.
 const TIME_ORIGIN_MS = performance.timeOrigin;

@@ -4,7 +4,7 @@ import {
   type PolicyDecision,
   type RateLimitDecision,
   type StoreErrorPolicy,
-} from './store.interface.js';
+} from '../store-contract/store.interface.js';
 
 /** One policy's answer as the algorithms give it: `retryAfterMs` -1 (`NEVER`) means never. */
 export function policyDecision(

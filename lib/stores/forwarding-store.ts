@@ -1,6 +1,6 @@
 import { OperationStore } from './operation-store.js';
-import { execute, type StoreCall } from './store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from './store.interface.js';
+import { execute, type StoreCall } from '../store-contract/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 
 /**
  * A store in front of another: every call goes on to `inner` as it is, so a wrapper overrides

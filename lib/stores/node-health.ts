@@ -1,6 +1,7 @@
-import { type BreakerState, CircuitBreaker } from './circuit-breaker.js';
-import { type Limits } from './store-call.js';
-import { type StoreErrorPolicy } from './store.interface.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import { type HealthChange } from '../store-contract/health-change.js';
+import { type Limits } from '../store-contract/store-call.js';
+import { type StoreErrorPolicy } from '../store-contract/store.interface.js';
 import { isError } from './errors.js';
 
 /** Where outage warnings go: the module passes its Nest `Logger`. */
@@ -26,9 +27,6 @@ const ANSWERS: Record<StoreErrorPolicy, string> = {
   allow: 'allowing every request',
   deny: 'denying every request with 503',
 };
-
-/** A change of a server's health: its breaker's new state, or an outage's start or end. */
-export type HealthChange = BreakerState | 'degraded' | 'recovered';
 
 /**
  * What the resilience layer knows of one server (a Cluster master, or the one Redis): its circuit

@@ -1,6 +1,6 @@
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type CallTakingStore, type StoreCall, TAKES_CALLS } from './store-call.js';
-import { type RateLimitDecision } from './store.interface.js';
+import { type CallTakingStore, type StoreCall, TAKES_CALLS } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 
 /**
  * A store that does everything through one method: each public method of `RateLimitStore`

@@ -6,13 +6,18 @@ import { giveBackLate } from './late-replies.js';
 import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
 import { nodeOf, OutageProbe, type ServerAnswer } from './outage-probe.js';
-import { execute, type StoreCall, type StoreOperation, supports } from './store-call.js';
+import {
+  execute,
+  type StoreCall,
+  type StoreOperation,
+  supports,
+} from '../store-contract/store-call.js';
 import {
   type RateLimitDecision,
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
-} from './store.interface.js';
+} from '../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { isError } from './errors.js';
 import { isStoreFailure } from './store-failure.js';

@@ -1,8 +1,8 @@
 import type * as OtelApi from '@opentelemetry/api';
 import type { Counter, Histogram, Span, Tracer } from '@opentelemetry/api';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type StoreOperation } from '../stores/store-call.js';
-import { type PolicyDecision, type RateLimitDecision } from '../stores/store.interface.js';
+import { type StoreOperation } from '../store-contract/store-call.js';
+import { type PolicyDecision, type RateLimitDecision } from '../store-contract/store.interface.js';
 import {
   type DecisionOutcome,
   type RateLimitTelemetry,

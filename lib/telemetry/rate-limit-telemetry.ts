@@ -1,7 +1,7 @@
-import { type StoreOperation } from '../stores/store-call.js';
-import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type StoreOperation } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type HealthChange } from '../stores/node-health.js';
+import { type HealthChange } from '../store-contract/health-change.js';
 
 /**
  * How a decision ended, as `rate_limit.decisions` counts it: `allowed`; `limited` (turned away);

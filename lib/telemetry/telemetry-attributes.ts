@@ -1,6 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type StoreOperation } from '../stores/store-call.js';
+import { type StoreOperation } from '../store-contract/store-call.js';
 import {
   type DecisionOutcome,
   type StoreKind,

@@ -1,7 +1,7 @@
 import { combineDecisions, policyDecision } from '../stores/decision.js';
 import { OperationStore } from '../stores/operation-store.js';
-import { type StoreCall } from '../stores/store-call.js';
-import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type StoreCall } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 
 /**
  * A store under which every limit is off: each call, whatever it asks, is allowed, and every

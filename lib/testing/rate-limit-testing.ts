@@ -3,7 +3,7 @@ import { type StoreHandle } from '../module/store-factory.js';
 import { RATE_LIMIT_STORE_HANDLE } from '../rate-limit.constants.js';
 import { ForwardingStore } from '../stores/forwarding-store.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
-import { type RateLimitStore } from '../stores/store.interface.js';
+import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { AllowAllStore } from './allow-all.store.js';
 
 /**

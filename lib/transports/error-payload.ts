@@ -1,4 +1,4 @@
-import { waitSeconds } from './http-headers.js';
+import { waitSeconds } from '../rate-limit.exception.js';
 import { finiteWait, type Rejection } from './transport.js';
 
 /**

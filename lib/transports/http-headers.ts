@@ -1,7 +1,8 @@
 import { algorithmOf } from '../algorithms/registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type PolicyDecision, type RateLimitDecision } from '../stores/store.interface.js';
+import { type PolicyDecision, type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type HttpResponseLike, setHeader } from './http-request.js';
+import { waitSeconds } from '../rate-limit.exception.js';
 
 /** Which rate-limit headers responses carry. */
 export type HeaderMode = 'ietf' | 'legacy' | 'both' | 'none';
@@ -93,11 +94,6 @@ function bindingPolicy(decision: RateLimitDecision): PolicyDecision | undefined 
     if (binding === undefined || d.remaining < binding.remaining) binding = d;
   }
   return binding;
-}
-
-/** A wait in whole seconds, rounded up and never 0, so clients do not retry too early. */
-export function waitSeconds(retryAfterMs: number): number {
-  return Math.max(1, seconds(retryAfterMs));
 }
 
 /** `Retry-After`: the wait in whole seconds, as {@link waitSeconds}. */

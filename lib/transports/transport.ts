@@ -1,6 +1,6 @@
 import { type ArgumentsHost, type ExecutionContext } from '@nestjs/common';
 import { type HeaderMode } from './http-headers.js';
-import { type RateLimitDecision } from '../stores/store.interface.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type PendingOutcomes, type Settle } from './pending-outcomes.js';
 import { type ForwardedRequest } from './proxy-trust.js';
 

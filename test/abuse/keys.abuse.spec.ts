@@ -6,8 +6,8 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
-import { encodeKeyPart, RouteKeys, MAX_KEY_PART } from '../../lib/route/route-keys.js';
-import { DEFAULT_KEY_PREFIX } from '../../lib/module/resolve-options.js';
+import { encodeKeyPart, RouteKeys, MAX_KEY_PART } from '../../lib/keys/route-keys.js';
+import { DEFAULT_KEY_PREFIX } from '../../lib/options/resolve-options.js';
 import { MAX_POLICIES, resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { longNasty, resplits, shortNasty, withLookalikes } from './fixtures/nasty.js';
 

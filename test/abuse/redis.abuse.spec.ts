@@ -16,7 +16,7 @@ import {
   RateLimitService,
   RedisStore,
 } from '../../lib/index.js';
-import { encodeKeyPart, RouteKeys } from '../../lib/route/route-keys.js';
+import { encodeKeyPart, RouteKeys } from '../../lib/keys/route-keys.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import {
   BATCH_SCRIPT,

@@ -14,7 +14,7 @@ import { clearOverride, setOverride } from '../../lib/overrides/override-command
 import { OverrideRegistry } from '../../lib/overrides/override-registry.js';
 import { type OverrideSource } from '../../lib/overrides/override-source.js';
 import { RedisOverrideSource } from '../../lib/overrides/redis-override-source.js';
-import { encodeKeyPart } from '../../lib/route/route-keys.js';
+import { encodeKeyPart } from '../../lib/keys/route-keys.js';
 import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
 import { useRedis } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';

@@ -1,5 +1,5 @@
 /** Waits for the settle calls an app makes after its responses have gone. */
-import { type StoreCall } from '../../lib/stores/store-call.js';
+import { type StoreCall } from '../../lib/store-contract/store-call.js';
 import { waitFor } from './wait-for.js';
 
 /** A store the module built, which takes calls whole. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { encodeKeyPart, RouteKeys, MAX_KEY_PART } from '../../lib/route/route-keys.js';
+import { encodeKeyPart, RouteKeys, MAX_KEY_PART } from '../../lib/keys/route-keys.js';
 import { normalizeIp, UNKNOWN_IP } from '../../lib/transports/client-ip.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { defaultTracker } from '../../lib/transports/trackers.js';

@@ -8,7 +8,7 @@ import { describe, expect, it } from '@jest/globals';
 import { getHeapStatistics } from 'node:v8';
 import { type Algorithm, MemoryStore, RateLimitConfigError } from '../../lib/index.js';
 import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
-import { resolveOptions } from '../../lib/module/resolve-options.js';
+import { resolveOptions } from '../../lib/options/resolve-options.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { TestClock } from '../support/stores.js';
 

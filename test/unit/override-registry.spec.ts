@@ -9,7 +9,7 @@ import {
   type OverrideSource,
   type OverrideWrite,
 } from '../../lib/overrides/override-source.js';
-import { encodeKeyPart, policyTrackerPart } from '../../lib/route/route-keys.js';
+import { encodeKeyPart, policyTrackerPart } from '../../lib/keys/route-keys.js';
 import { TestClock } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 

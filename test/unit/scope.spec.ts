@@ -2,8 +2,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { RateLimit, type RouteScope } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { encodeKeyPart, policyTrackerPart, RouteKeys } from '../../lib/route/route-keys.js';
-import { MAX_SCOPE_LENGTH, scopeMark } from '../../lib/route/route-scope.js';
+import { encodeKeyPart, policyTrackerPart, RouteKeys } from '../../lib/keys/route-keys.js';
+import { MAX_SCOPE_LENGTH, scopeMark } from '../../lib/templates/route-scope.js';
 import { decorationError, onMethod } from '../support/decoration.js';
 
 /** The Redis Cluster hash tag of a key: what lies between the first `{` and the next `}`. */

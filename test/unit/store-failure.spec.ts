@@ -29,7 +29,7 @@ import {
 } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { OperationStore } from '../../lib/stores/operation-store.js';
-import { type StoreCall } from '../../lib/stores/store-call.js';
+import { type StoreCall } from '../../lib/store-contract/store-call.js';
 import { isStoreFailure, StoreCallError } from '../../lib/stores/store-failure.js';
 import { serverError } from '../../lib/stores/redis/glide-replies.js';
 import '../support/glide-logger.js';

@@ -13,7 +13,7 @@ import {
 } from '../../lib/index.js';
 import { editDistance, type FieldList, nearestField } from '../../lib/policy/known-fields.js';
 import { POLICY_FIELDS } from '../../lib/policy/rate-limit.policy.js';
-import { ROUTE_POLICY_FIELDS } from '../../lib/route/route-policy.js';
+import { ROUTE_POLICY_FIELDS } from '../../lib/templates/route-policy.js';
 
 describe('the nearest known field', () => {
   it('counts a swapped pair as one edit, and ignores case', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import { RateLimitModule, RateLimitService } from '../../lib/index.js';
 import { RATE_LIMIT_POLICY } from '../../lib/rate-limit.constants.js';
-import { type PolicyTemplate } from '../../lib/route/policy-template.js';
+import { type PolicyTemplate } from '../../lib/templates/policy-template.js';
 import { decorationError, onMethod } from '../support/decoration.js';
 
 describe('@RateLimit validation of calendar windows', () => {

@@ -1,11 +1,12 @@
-import { decide, type KeyValues, type PolicyArgs } from '../../algorithms/decide.js';
+import { type KeyValues, type PolicyArgs } from '../../algorithms/algorithm.js';
+import { decide } from '../../algorithms/decide.js';
 import { configError } from '../../policy/validation.js';
 import { encodeCall, type EncodedCall } from '../call-encoding.js';
 import { monotonicClock, toMicros } from '../clock.js';
 import { decisionFromReply } from '../decision.js';
 import { OperationStore } from '../operation-store.js';
-import { type Limits, type StoreCall } from '../store-call.js';
-import { type Clock, type RateLimitDecision } from '../store.interface.js';
+import { type Limits, type StoreCall } from '../../store-contract/store-call.js';
+import { type Clock, type RateLimitDecision } from '../../store-contract/store.interface.js';
 import { defaultMemoryBudget, entryBytes, MAP_MAX_KEYS } from './memory-size.js';
 
 export interface MemoryStoreOptions {

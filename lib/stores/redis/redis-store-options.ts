@@ -1,4 +1,4 @@
-import { type Clock } from '../store.interface.js';
+import { type Clock } from '../../store-contract/store.interface.js';
 import { type RedisClient } from './redis-client.js';
 
 /** What a `RedisStore` is built from (see `redis.store.ts`). */

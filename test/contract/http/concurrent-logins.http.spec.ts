@@ -19,7 +19,7 @@ import {
 } from '@nestjs/common';
 import request from 'supertest';
 import { RateLimit, RateLimitModule, RateLimitStore } from '../../../lib/index.js';
-import { type StoreCall } from '../../../lib/stores/store-call.js';
+import { type StoreCall } from '../../../lib/store-contract/store-call.js';
 import { type ClientKind } from '../../support/clients.js';
 import { type CallTaking } from '../../support/settles.js';
 import { STORE_TARGETS, TestClock, useRedis } from '../../support/stores.js';

@@ -16,7 +16,7 @@ import {
 } from '@nestjs/common';
 import request from 'supertest';
 import { RateLimit, RateLimitModule, RateLimitStore } from '../../../lib/index.js';
-import { type StoreCall } from '../../../lib/stores/store-call.js';
+import { type StoreCall } from '../../../lib/store-contract/store-call.js';
 import { type CallTaking } from '../../support/settles.js';
 import { STORE_TARGETS, TestClock, useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';

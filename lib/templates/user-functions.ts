@@ -1,6 +1,6 @@
 import { type ExecutionContext, HttpException } from '@nestjs/common';
 import { isError } from '../stores/errors.js';
-import { type ResolvedRateLimitOptions } from '../module/rate-limit.options.js';
+import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { Deadlines } from '../stores/deadlines.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { answerFor, DegradedStore } from '../stores/degraded.store.js';
@@ -9,7 +9,7 @@ import {
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
-} from '../stores/store.interface.js';
+} from '../store-contract/store.interface.js';
 
 /** The functions of yours a route awaits before it can decide. */
 export type UserFunction = 'getTracker' | 'tracker' | 'threshold' | 'period' | 'cost' | 'anchor';

@@ -11,7 +11,7 @@ import {
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
-} from '../stores/store.interface.js';
+} from '../store-contract/store.interface.js';
 
 /**
  * An ioredis or iovalkey `Redis` or `Cluster`; a node-redis client or cluster (`createClient()`,

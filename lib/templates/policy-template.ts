@@ -13,7 +13,6 @@ import {
 } from '../policy/rate-limit.policy.js';
 import { checkCount, checkName, configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
-import { checkScopedRoute } from './route-scope.js';
 import { checkRouteFields } from './route-fields.js';
 import { callUserFunction, EXPIRED, type Expired, type FunctionBound } from './user-functions.js';
 
@@ -108,6 +107,38 @@ function checkRoutePolicies(templates: PolicyTemplate[], where: string): PolicyT
   }
   checkScopedRoute(templates, where);
   return templates;
+}
+
+/**
+ * What a route's policies must agree on once one of them shares its budget beyond the route.
+ * Every key of one decision takes the tracker as its Redis Cluster hash tag, so that the shared
+ * key is the same whichever route uses it and still sits in one slot with the route's others:
+ * the policies must count the same tracker. And a shared key has no position in it, so two
+ * policies of a route in the same scope are told apart by their names alone.
+ */
+function checkScopedRoute(templates: readonly PolicyTemplate[], where: string): void {
+  const shared = templates.find((t) => t.scope !== 'route');
+  if (shared === undefined) return;
+  if (templates.some((t) => t.tracker !== shared.tracker)) {
+    throw configError(
+      where,
+      'scope',
+      shared.scope,
+      "'route' (or omitted) unless every policy of the route counts the same tracker: the " +
+        "module's, or one tracker function they all share",
+    );
+  }
+  for (const t of templates) {
+    if (t.scope === 'route' || t.name !== undefined) continue;
+    if (templates.some((other) => other !== t && other.scope === t.scope)) {
+      throw configError(
+        where,
+        'name',
+        t.name,
+        `given on each policy that shares scope ${JSON.stringify(t.scope)} with another on the route`,
+      );
+    }
+  }
 }
 
 function compileTemplate(routePolicy: RoutePolicy | undefined, where: string): PolicyTemplate {
