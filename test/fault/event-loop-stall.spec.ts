@@ -139,3 +139,49 @@ describe.each(CLIENT_KINDS)('a stall of this process is not a slow Redis (%s)', 
     expect(remaining).toEqual(Array.from({ length: IN_FLIGHT }, (_, i) => THRESHOLD - 1 - i));
   });
 });
+
+describe.each(CLIENT_KINDS)('a stall before decisions leave this process (%s)', (kind) => {
+  let redis: TestRedis;
+  let app: INestApplication | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it(`sends them after a ${STALL_MS} ms stall and Redis answers each, with no outage`, async () => {
+    const prefix = `unsent-${kind.replace(/\W/g, '')}-${Date.now()}`;
+    const client = await openClient(kind, { host: '127.0.0.1', port: redis.port });
+    const outages: string[] = [];
+    const ref = await Test.createTestingModule({
+      imports: [RateLimitModule.forRoot({ redis: client, keyPrefix: prefix, timeout: TIMEOUT_MS })],
+    }).compile();
+    app = ref.createNestApplication({
+      logger: { log() {}, error() {}, warn: (m: unknown) => outages.push(String(m)) },
+    });
+    await app.init();
+    const limiter = app.get(RateLimitService);
+    expect((await limiter.consume('warm', POLICY)).degraded).toBeUndefined();
+
+    // Asked, then the loop is blocked in the same turn: no client has written them yet, so they
+    // reach Redis only after their deadlines would have passed, had the stall counted.
+    const inFlight = Array.from({ length: IN_FLIGHT }, () => limiter.consume('burst', POLICY));
+    stall(STALL_MS);
+    const decisions = await Promise.all(inFlight);
+    const after = await limiter.consume('burst', POLICY);
+
+    expect(decisions.filter((d) => d.degraded !== undefined)).toHaveLength(0);
+    expect(after.degraded).toBeUndefined();
+    expect(outages).toEqual([]);
+    const [key] = stateKeys(await redis.shared.keys(`${prefix}:{burst}*`));
+    expect(await unitsIn(redis.shared, key)).toBe(IN_FLIGHT + 1);
+    const remaining = decisions.map((d) => d.remaining).sort((a, b) => b - a);
+    expect(remaining).toEqual(Array.from({ length: IN_FLIGHT }, (_, i) => THRESHOLD - 1 - i));
+  });
+});
