@@ -10,10 +10,12 @@ import { type Limits } from '../store-contract/store-call.js';
  * back, a timer, a busy event loop. A late start followed by one on time bunches two starts
  * closer than the policy allows, so a window of one period can see `threshold + 1`. Strict calls
  * are therefore decided against the period stretched by a margin of one twelfth (so they keep
- * 12/13, about 92%, of the rate), and a call that would start more than that margin after its
- * slot does not start: its slot passes unused and it asks for a new one.
+ * 12/13, about 92%, of the rate). A call that would start more than half that margin after its
+ * slot does not start: its slot passes unused and it asks for a new one. The other half is left
+ * for the way from the start to whatever is called, which may hold one call back more than the
+ * next (a connection being opened, a busy network).
  *
- * The margin is measured on this process's clock alone: from just before the store call went out
+ * How late a start runs is measured on this process's clock alone: from just before the store call went out
  * to the moment the call starts, less the wait the store gave it. The store decided after the
  * call went out, so that is at least how late the start is behind its slot, whatever the clocks of
  * the store and the instances say.
@@ -34,7 +36,7 @@ const SPANS_BOUNDED: ReadonlySet<Algorithm> = new Set<Algorithm>([
 /** Limits decided strictly, and how late a start may run behind its slot. */
 export interface StrictLimits {
   readonly limits: Limits;
-  readonly marginMs: number;
+  readonly lateLimitMs: number;
 }
 
 // One stretched policy per policy object: policies are compiled once, so this is built once too.
@@ -61,5 +63,6 @@ export function strictLimits(limits: Limits): StrictLimits | undefined {
     policies ??= limits.policies.slice();
     policies[i] = wider;
   });
-  return policies === undefined ? undefined : { limits: { ...limits, policies }, marginMs };
+  if (policies === undefined) return undefined;
+  return { limits: { ...limits, policies }, lateLimitMs: marginMs / 2 };
 }

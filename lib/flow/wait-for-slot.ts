@@ -117,7 +117,7 @@ export async function waitForSlot(
           // The store decided after `sentAt`, so this is at least how late the start would be
           // behind its slot (`waitMs` is rounded up to the millisecond; the sleep was too).
           const lateMs = performance.now() - sentAt - Math.max(waitMs - 1, 0);
-          if (lateMs > strict.marginMs) {
+          if (lateMs > strict.lateLimitMs) {
             // Too late to start: the slot passes unused and the call books another. Giving the
             // slot back could let a later booking start closer than the spacing allows.
             await freeLease(store, decided, decision);

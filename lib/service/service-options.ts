@@ -25,7 +25,7 @@ export interface AcquireOptions extends ConsumeOptions {
    * Default true: as whatever you call sees the starts, no span of one `period` holds more than
    * `threshold` of them, across instances, however late a start runs behind its slot. It costs
    * about 8% of the rate (a sliding-window or bucket policy's period is stretched by a twelfth),
-   * and a call that would start more than that twelfth of a period late books a new slot. False:
+   * and a call that would start more than half that margin late books a new slot. False:
    * slots exactly the policy's spacing apart, at its full rate, and a late start may bunch with
    * the next. Not taken with `usage`, whose cost is not a call.
    */

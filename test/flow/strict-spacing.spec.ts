@@ -97,11 +97,11 @@ describe.each<'memory' | ClientKind>(['memory', ...CLIENT_KINDS])(
         const key = `partner:${randomUUID()}`;
         const starts: number[] = [];
         // The partner: it notes each start; after the 3rd and the 15th it blocks the loop past
-        // the next slot, by less than the margin (the next call starts ~50 ms late) and by more
-        // (~150 ms late: that call must book again rather than start).
+        // the next slot, by less than the late limit (half the margin: 41.7 ms; the next call
+        // starts ~30 ms late) and by more (~150 ms late: that call must book again, not start).
         const partner = () => {
           starts.push(performance.now());
-          if (starts.length === 3) stall(PERIOD_MS / THRESHOLD + 50);
+          if (starts.length === 3) stall(PERIOD_MS / THRESHOLD + 30);
           if (starts.length === 15) stall(PERIOD_MS / THRESHOLD + 150);
         };
         const calls = Array.from({ length: CALLS }, (_, i) =>
