@@ -150,21 +150,7 @@ export function degradedDecision(
   decision: RateLimitDecision,
   degraded: StoreErrorPolicy,
 ): RateLimitDecision {
-  const { allowed, limit, remaining, resetAfterMs, retryAfterMs, policies } = decision;
-  const copy = new StoreDecision(
-    allowed,
-    limit,
-    remaining,
-    resetAfterMs,
-    retryAfterMs,
-    policies,
-    degraded,
-    arrivalOf(decision),
-    leaseOf(decision),
-    undefined,
-  );
-  if (decision.waitMs !== undefined) (copy as { waitMs?: number }).waitMs = decision.waitMs;
-  return copy;
+  return copyOf(decision, decision.policies, degraded, undefined);
 }
 
 /**
@@ -175,25 +161,36 @@ export function withPolicies(
   decision: RateLimitDecision,
   policies: readonly ResolvedPolicy[],
 ): RateLimitDecision {
-  const { allowed, limit, remaining, resetAfterMs, retryAfterMs, degraded } = decision;
-  const precise = preciseWaitOf(decision);
   const answers = decision.policies.map((answer, i) => {
     const renamed = { ...answer, policy: policies[i] };
     if (LEASES_FULL.has(answer)) LEASES_FULL.add(renamed);
     if (OUTCOMES_PENDING.has(answer)) OUTCOMES_PENDING.add(renamed);
     return renamed;
   });
+  const precise = preciseWaitOf(decision);
+  const waitUs = precise === undefined ? undefined : precise * 1000;
+  return copyOf(decision, answers, decision.degraded, waitUs);
+}
+
+/** A copy of `decision` with these answers, keeping when it was made and the lease it took. */
+function copyOf(
+  decision: RateLimitDecision,
+  policies: readonly PolicyDecision[],
+  degraded: StoreErrorPolicy | undefined,
+  waitUs: number | undefined,
+): RateLimitDecision {
+  const { allowed, limit, remaining, resetAfterMs, retryAfterMs } = decision;
   const copy = new StoreDecision(
     allowed,
     limit,
     remaining,
     resetAfterMs,
     retryAfterMs,
-    answers,
+    policies,
     degraded,
     arrivalOf(decision),
     leaseOf(decision),
-    precise === undefined ? undefined : precise * 1000,
+    waitUs,
   );
   if (decision.waitMs !== undefined) (copy as { waitMs?: number }).waitMs = decision.waitMs;
   return copy;
