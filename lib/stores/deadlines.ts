@@ -7,7 +7,7 @@ export class StoreTimeoutError extends Error {
 }
 
 interface Pending {
-  deadline: number;
+  readonly deadline: number;
   settled: boolean;
   reject: (error: Error) => void;
 }
@@ -24,17 +24,13 @@ interface Pending {
  * the same turn as the replies the store sent in time, which wait unread on the socket, and fail
  * every call in flight. So a tick only marks the overdue calls, and fails them from
  * `setImmediate`, after the poll phase has read what had arrived: one per tick, not per call.
- *
- * Nor does a stall use up a call's time. A command still in the client when the stall began
- * (clients write on a later turn; node-redis writes a burst 16 KB a turn) goes out only after it.
- * A tick that comes late by more than a tick's length finds the process was stalled, and moves
- * every pending deadline on by as long: a call's timeout counts only time this process could run.
+ * A command that was still in the client when the stall began (node-redis writes a burst 16 KB
+ * a turn) goes out only after it, past its deadline: that call fails, as the timeout says.
  */
 export class Deadlines {
   private queue: Pending[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
-  private tickedAt = 0;
   readonly tickMs: number;
 
   /** `expired` makes what an overdue call rejects with; a `StoreTimeoutError` unless told. */
@@ -58,10 +54,7 @@ export class Deadlines {
         reject,
       };
       this.queue.push(pending);
-      if (this.timer === undefined) {
-        this.tickedAt = performance.now();
-        this.timer = setInterval(() => this.tick(), this.tickMs).unref();
-      }
+      this.timer ??= setInterval(() => this.tick(), this.tickMs).unref();
       promise.then(
         (value) => {
           if (pending.settled) {
@@ -85,11 +78,6 @@ export class Deadlines {
     const now = performance.now();
     const queue = this.queue;
     let head = this.head;
-    const stalledMs = now - this.tickedAt - this.tickMs;
-    this.tickedAt = now;
-    if (stalledMs > this.tickMs) {
-      for (let i = head; i < queue.length; i++) queue[i].deadline += stalledMs;
-    }
     let overdue: Pending[] | undefined;
     while (head < queue.length && (queue[head].settled || queue[head].deadline <= now)) {
       const pending = queue[head++];

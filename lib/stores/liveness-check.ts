@@ -28,11 +28,6 @@ export function notAnsweredInTime(error: unknown): boolean {
   return error instanceof StoreTimeoutError || error instanceof StoreLateError;
 }
 
-/** Whether Redis answered that the call reached it after its deadline, and recorded nothing. */
-export function refusedAsLate(error: unknown): boolean {
-  return error instanceof StoreLateError;
-}
-
 /**
  * Tells a cluster master that is held up from one decision that is: before a decision with no
  * answer in time counts against its master, the master is asked whether it answers at all.

@@ -1,5 +1,5 @@
 import { Deadlines } from './deadlines.js';
-import { LivenessCheck, notAnsweredInTime, refusedAsLate } from './liveness-check.js';
+import { LivenessCheck, notAnsweredInTime } from './liveness-check.js';
 import { answerFor, answerWithout, DENY_RETRY_MS } from './degraded.store.js';
 import { ForwardingStore } from './forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
@@ -144,13 +144,8 @@ export class ResilientStore extends ForwardingStore {
     if (!node.breaker.allow(now)) return this.answer(node, call);
     const sent = ++this.sent;
     let decision: RateLimitDecision;
-    let settled = false;
     try {
-      // A decision Redis refused as late, recording nothing, while its caller still waits (a stall
-      // of this process held it back, and the deadline here moved on by as long) is sent again.
-      let pending = execute(primary, call).catch((error: unknown) =>
-        refusedAsLate(error) && !settled ? execute(primary, call) : Promise.reject(error as Error),
-      );
+      let pending = execute(primary, call);
       // Only a cluster node can answer that a slot is moving.
       if (node.name !== '') {
         const deadline = now + this.options.timeoutMs;
@@ -160,7 +155,6 @@ export class ResilientStore extends ForwardingStore {
       }
       decision = await this.deadlines.race(pending, this.lateReplyHandler(call));
     } catch (error) {
-      settled = true;
       const failedAt = performance.now();
       this.telemetry.storeCall(call.op, false, now, failedAt);
       if (!isStoreFailure(error)) {
