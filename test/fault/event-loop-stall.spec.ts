@@ -22,12 +22,13 @@ import { sleep } from './traffic.js';
 
 const IN_FLIGHT = 256;
 // Room for every decision to reach Redis, and be run there, before its deadline, even while the
-// CPU is elsewhere for a while.
-const TIMEOUT_MS = 400;
+// CPU is elsewhere for a while (late in a full run, a busy machine or a collection of Jest's
+// large heap has held a burst of 256 back for over a second).
+const TIMEOUT_MS = 1000;
 // Longer than the timeout and a tick of the deadlines: when it ends, every deadline has passed.
-const STALL_MS = 450;
+const STALL_MS = 1050;
 // A burst that reached Redis too late to prove anything is sent again, as a new application.
-const ATTEMPTS = 3;
+const ATTEMPTS = 4;
 const THRESHOLD = 1000;
 const POLICY: RateLimitPolicy = { period: '1h', threshold: THRESHOLD };
 

@@ -108,8 +108,10 @@ describe('the Redis store on a GLIDE client', () => {
         StoreNotConnectedError,
       );
     }
-    // Refused at once: not queued in GLIDE until its requestTimeout.
-    expect(performance.now() - began).toBeLessThan(200);
+    // Refused at once: not queued in GLIDE until its requestTimeout (2 s, in test/support/clients.ts),
+    // which even the first of the twenty would have waited out. The bound leaves room for a busy
+    // machine.
+    expect(performance.now() - began).toBeLessThan(1000);
 
     await redis().restart();
     await waitFor('the client to be ready again', 3000, async () =>
