@@ -10,15 +10,19 @@ import { type Limits } from '../store-contract/store-call.js';
  * back, a timer, a busy event loop. A late start followed by one on time bunches two starts
  * closer than the policy allows, so a window of one period can see `threshold + 1`. Strict calls
  * are therefore decided against the period stretched by a margin of one twelfth (so they keep
- * 12/13, about 92%, of the rate). A call that would start more than half that margin after its
- * slot does not start: its slot passes unused and it asks for a new one. The other half is left
- * for the way from the start to whatever is called, which may hold one call back more than the
- * next (a connection being opened, a busy network).
+ * 12/13, about 92%, of the rate). A call that would start more than two thirds of that margin
+ * after its slot does not start: its slot passes unused and it asks for a new one. The last third
+ * is left for the way from the start to whatever is called, which may hold one call back more
+ * than the next (a connection being opened, a busy network). Two thirds rather than half, because
+ * a busy event loop (a module loaded on first use, a collection) makes starts late by tens of
+ * milliseconds more often than a network varies by as much.
  *
- * How late a start runs is measured on this process's clock alone: from just before the store call went out
- * to the moment the call starts, less the wait the store gave it. The store decided after the
- * call went out, so that is at least how late the start is behind its slot, whatever the clocks of
- * the store and the instances say.
+ * How late a start runs is measured against the slot as the store placed it on this process's
+ * clock: Redis's replies carry its time, and the best of them tell how its clock stands to this
+ * process's, early by at most a reply's quickest way back (so a start may be judged that much less
+ * late than it is, no more). Time spent before the store decided (a busy client, a burst queued
+ * behind it) does not count: the slot was booked from the store's own now. Where the store cannot
+ * place the slot (a simulated clock), the whole time since the call went out counts instead.
  *
  * Only the algorithms that bound every span of a period take part: the sliding log, and the two
  * buckets (whose `burst` is then what they allow at once, as without strict spacing). Fixed
@@ -64,5 +68,5 @@ export function strictLimits(limits: Limits): StrictLimits | undefined {
     policies[i] = wider;
   });
   if (policies === undefined) return undefined;
-  return { limits: { ...limits, policies }, lateLimitMs: marginMs / 2 };
+  return { limits: { ...limits, policies }, lateLimitMs: (marginMs * 2) / 3 };
 }

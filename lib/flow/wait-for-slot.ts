@@ -1,5 +1,12 @@
 import { algorithmOf } from '../algorithms/registry.js';
-import { leaseOf, leasesFullOf, outcomesPendingOf, withPolicies } from '../stores/decision.js';
+import { monotonicClock } from '../stores/clock.js';
+import {
+  leaseOf,
+  leasesFullOf,
+  outcomesPendingOf,
+  slotAtOf,
+  withPolicies,
+} from '../stores/decision.js';
 import { execute, type Limits } from '../store-contract/store-call.js';
 import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
@@ -114,10 +121,7 @@ export async function waitForSlot(
           throw wait.abandoned?.();
         }
         if (strict !== undefined && decision.degraded !== 'allow') {
-          // The store decided after `sentAt`, so this is at least how late the start would be
-          // behind its slot (`waitMs` is rounded up to the millisecond; the sleep was too).
-          const lateMs = performance.now() - sentAt - Math.max(waitMs - 1, 0);
-          if (lateMs > strict.lateLimitMs) {
+          if (lateMs(decision, sentAt, waitMs) > strict.lateLimitMs) {
             // Too late to start: the slot passes unused and the call books another. Giving the
             // slot back could let a later booking start closer than the spacing allows.
             await freeLease(store, decided, decision);
@@ -152,6 +156,20 @@ export async function waitForSlot(
   } finally {
     unsubscribe?.();
   }
+}
+
+/**
+ * How late a call starting now runs behind the slot `decision` booked. Where the store placed the
+ * slot on this process's clock, that is exact, up to the estimate of the store's clock (early by
+ * a reply's quickest way back). Otherwise the whole time since the decision went out (`sentAt`)
+ * counts, less the wait the store gave: the store decided after that, so this is never less than
+ * the truth, though it counts the time the call waited to reach the store too (`waitMs` is rounded
+ * up to the millisecond; the sleep was too).
+ */
+function lateMs(decision: RateLimitDecision, sentAt: number, waitMs: number): number {
+  const slotAt = slotAtOf(decision);
+  if (slotAt !== undefined) return monotonicClock() - slotAt;
+  return performance.now() - sentAt - Math.max(waitMs - 1, 0);
 }
 
 /**

@@ -61,9 +61,11 @@ export function outcomesPendingOf(answer: PolicyDecision): boolean {
 export function decisionFromReply(
   reply: readonly number[],
   policies: readonly ResolvedPolicy[],
+  clockOffsetUs?: number,
 ): RateLimitDecision {
   const answers: PolicyDecision[] = new Array(policies.length);
   let waitMs = 0;
+  let waitUs = 0;
   let shortestUs = Infinity;
   for (let i = 0, r = 1; i < policies.length; i++, r += 4) {
     const allowed = reply[r] === 1;
@@ -74,6 +76,7 @@ export function decisionFromReply(
     if (!allowed && retryUs > 0 && retryUs < shortestUs) shortestUs = retryUs;
     if (allowed) {
       if (retryMs > waitMs) waitMs = retryMs;
+      if (retryUs > waitUs) waitUs = retryUs;
       retryMs = 0;
     }
     answers[i] = policyDecision(policies[i], allowed, reply[r + 1], retryMs, reply[r + 3]);
@@ -84,7 +87,22 @@ export function decisionFromReply(
   const precise = shortestUs < Infinity ? shortestUs : undefined;
   const decision = combineDecisions(reply[0] === 1, answers, reply[at], reply[at + 1], precise);
   if (waitMs > 0 && decision.allowed) (decision as { waitMs?: number }).waitMs = waitMs;
+  if (clockOffsetUs !== undefined && decision.allowed) {
+    SLOT_AT.set(decision, (reply[at] + waitUs - clockOffsetUs) / 1000);
+  }
   return decision;
+}
+
+const SLOT_AT = new WeakMap<RateLimitDecision, number>();
+
+/**
+ * When the slot an allowed decision booked begins (its decision's own moment when it booked no
+ * wait), on this process's monotonic clock (`monotonicClock`, ms), where the store can tell: the
+ * memory store on the real clock, Redis once its replies have shown how its clock stands to
+ * this process's. That estimate is never late, so the slot placed by it is never early.
+ */
+export function slotAtOf(decision: RateLimitDecision): number | undefined {
+  return SLOT_AT.get(decision);
 }
 
 /**
@@ -193,6 +211,8 @@ function copyOf(
     waitUs,
   );
   if (decision.waitMs !== undefined) (copy as { waitMs?: number }).waitMs = decision.waitMs;
+  const slotAt = SLOT_AT.get(decision);
+  if (slotAt !== undefined) SLOT_AT.set(copy, slotAt);
   return copy;
 }
 

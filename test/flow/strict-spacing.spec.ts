@@ -36,6 +36,7 @@ const POLICIES: Record<string, RateLimitPolicy> = {
   'the default algorithm': { period: PERIOD_MS / 1000, threshold: THRESHOLD },
 };
 const CALLS = 3 * THRESHOLD;
+const PAUSE_MS = 200;
 
 /** Blocks the event loop, as a long synchronous task or a busy machine does. */
 function stall(ms: number): void {
@@ -97,8 +98,8 @@ describe.each<'memory' | ClientKind>(['memory', ...CLIENT_KINDS])(
         const key = `partner:${randomUUID()}`;
         const starts: number[] = [];
         // The partner: it notes each start; after the 3rd and the 15th it blocks the loop past
-        // the next slot, by less than the late limit (half the margin: 41.7 ms; the next call
-        // starts ~30 ms late) and by more (~150 ms late: that call must book again, not start).
+        // the next slot, by less than the late limit (two thirds of the margin: 55.6 ms; the next
+        // call starts ~30 ms late) and by more (~150 ms late: that call must book again, not start).
         const partner = () => {
           starts.push(performance.now());
           if (starts.length === 3) stall(PERIOD_MS / THRESHOLD + 30);
@@ -113,6 +114,41 @@ describe.each<'memory' | ClientKind>(['memory', ...CLIENT_KINDS])(
         expect(overLimit(starts)).toEqual([]);
       },
     );
+
+    if (target !== 'memory') {
+      it('counts a call late from its slot, not from when it was sent: time before Redis decided is not lateness', async () => {
+        const services = await instances();
+        const key = `held:${randomUUID()}`;
+        const policy = POLICIES['leaky-bucket, burst 1'];
+        const starts: number[] = [];
+        // Redis holds every call for 200 ms before deciding, more than the late limit. Each is
+        // then booked from Redis's own now, so each starts on its slot, with the one booking.
+        const admin = redis().client();
+        const redisMs = async () => {
+          const [s, us] = await admin.time();
+          return Number(s) * 1000 + Number(us) / 1000;
+        };
+        const before = await redisMs();
+        await admin.client('PAUSE', PAUSE_MS);
+        await Promise.all(
+          Array.from({ length: THRESHOLD }, (_, i) =>
+            services[i % 3].run(key, policy, () => starts.push(performance.now()), {
+              maxWait: '20s',
+            }),
+          ),
+        );
+        expect(starts).toHaveLength(THRESHOLD);
+        // How far Redis's bucket is booked, in slots since the pause ended: one per start, and
+        // one more past the last. Had the held calls been judged late, each would have booked
+        // twice, its first slot passing unused: twice as many.
+        const { retryAfterMs } = await services[0].peek(key, policy);
+        const bookedUntil = (await redisMs()) + retryAfterMs;
+        const slotMs = (PERIOD_MS / THRESHOLD) * (13 / 12);
+        const slots = (bookedUntil - before - PAUSE_MS) / slotMs;
+        expect(slots).toBeGreaterThanOrEqual(THRESHOLD - 1);
+        expect(slots).toBeLessThan(THRESHOLD + 4);
+      });
+    }
   },
 );
 

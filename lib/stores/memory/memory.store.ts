@@ -100,7 +100,9 @@ export class MemoryStore extends OperationStore {
     );
     const reply = decide(op, keys, args, now, this.values, at, ledgers);
     this.sweepExpired(now, SWEEP_PER_KEY * keys.length);
-    return Promise.resolve(decisionFromReply(reply, policies));
+    // On the process's own clock, a booked slot is placed exactly; on a simulated one, not at all.
+    const offsetUs = op === 'w' && this.clock === monotonicClock ? 0 : undefined;
+    return Promise.resolve(decisionFromReply(reply, policies, offsetUs));
   }
 
   /** The entries as `decide` sees them: what has expired is absent, as in Redis. */

@@ -311,7 +311,11 @@ export class RedisStore extends OperationStore {
     const at = 1 + 4 * n;
     try {
       this.deadline?.observe(reply[at]);
-      return decisionFromReply(reply, policies);
+      return decisionFromReply(
+        reply,
+        policies,
+        encoded.op === 'w' ? this.clockOffsetUs() : undefined,
+      );
     } catch (error) {
       throw callsOwnError(error, "read Redis's reply");
     }
@@ -356,6 +360,19 @@ export class RedisStore extends OperationStore {
     if (this.callerClock.inUse) return this.callerClock.nowUs();
     return this.deadline?.redisNowUs() ?? toMicros(monotonicClock());
   };
+
+  /**
+   * Redis's clock minus this process's monotonic clock, in µs, as far as the replies tell (early
+   * by up to their quickest way back, never late); undefined before any reply has told it, and on
+   * a simulated clock, which runs apart from this process's.
+   */
+  private clockOffsetUs(): number | undefined {
+    if (this.clock !== undefined) return undefined;
+    const redisNowUs = this.callerClock.inUse
+      ? this.callerClock.nowUs()
+      : this.deadline?.redisNowUs();
+    return redisNowUs === undefined ? undefined : redisNowUs - toMicros(monotonicClock());
+  }
 
   /** The clock argument (see `decide.lua`) of a decision whose caller waits since `sentAt`. */
   private clockArg(sentAt: number, correction?: true): string {
