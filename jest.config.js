@@ -1,12 +1,16 @@
 /**
- * Jest runs the TypeScript sources as native ES modules (Nest 12 ships ESM only), in two projects:
- * `redis` runs every spec on redis-server; `valkey` runs the store, fault, cluster and flow
- * contracts, the settlement timelines and the health indicator again on valkey-server.
- * `npx jest --selectProjects valkey` runs one of them.
+ * Jest runs the TypeScript sources as native ES modules (Nest 12 ships ESM only). `TEST_TIER`
+ * (test/tiers.js) picks how much: `fast` runs the specs that need no Redis, on the memory store;
+ * `default` (`npm test`) runs every spec on the memory store and ioredis against redis-server;
+ * `all` (unset) runs two projects: `redis`, every spec through every client library on
+ * redis-server, and `valkey`, the store, fault, cluster and flow contracts, the settlement
+ * timelines and the health indicator again on valkey-server. `npx jest --selectProjects valkey`
+ * runs one of them.
  */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tierOf } from './test/tiers.js';
 
 const root = dirname(fileURLToPath(import.meta.url));
 
@@ -24,7 +28,8 @@ function findValkey() {
     : { missing: `no ${beside} and VALKEY_SERVER is unset (point it at a valkey-server binary)` };
 }
 
-const valkey = findValkey();
+const tier = tierOf(process.env.TEST_TIER);
+const valkey = tier.valkey ? findValkey() : { missing: undefined };
 if (valkey.missing && process.env.CI === 'true') {
   throw new Error(`The Valkey suites cannot run: ${valkey.missing}`);
 }
@@ -56,8 +61,9 @@ const shared = {
 
 const redisProject = {
   ...shared,
-  displayName: { name: 'redis', color: 'red' },
+  displayName: { name: tier.project, color: 'red' },
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...tier.leaveOut],
   globals: { __TEST_SERVER__: { name: 'redis', command: 'redis-server' } },
 };
 
@@ -79,6 +85,7 @@ const valkeyProject = {
 export default {
   projects: valkey.binary ? [redisProject, valkeyProject] : [redisProject],
   testTimeout: 30_000,
+  ...(tier.maxWorkers === undefined ? {} : { maxWorkers: tier.maxWorkers }),
   // A handle left open by one test (a client reconnecting, a timer) must fail loudly in that test,
   // not hang the run until CI gives up: exit once every test has finished.
   forceExit: true,

@@ -21,6 +21,7 @@ import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
 import { type ClusterMaster, type TestCluster } from '../support/redis-cluster.js';
 import { useCluster } from '../support/stores.js';
 import { unitsIn } from '../support/weighted-sets.js';
+import { inTier } from '../support/matrix.js';
 
 const WORKERS = 8;
 const BURST = 16;
@@ -185,8 +186,10 @@ describe('batches of decisions on a slot that migrates', () => {
 
   const cases: Array<[ClientKind, boolean]> = [
     ...CLIENT_KINDS.map((kind): [ClientKind, boolean] => [kind, true]),
-    ['ioredis', false],
-    ['node-redis', false],
+    ...inTier<[ClientKind, boolean]>([
+      ['ioredis', false],
+      ['node-redis', false],
+    ]),
   ];
 
   it.each(cases)(

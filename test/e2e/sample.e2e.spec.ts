@@ -10,6 +10,7 @@ import { primaryOf, useRedis } from '../support/stores.js';
 import { stateKeys } from '../support/decision-ids.js';
 import { type CallTaking, watchSettles } from '../support/settles.js';
 import '../support/glide-logger.js';
+import { inTier } from '../support/matrix.js';
 
 describe('the sample app', () => {
   let app: INestApplication;
@@ -226,11 +227,13 @@ describe('the sample app', () => {
   });
 });
 
-describe.each([
-  ['ioredis', undefined],
-  ['node-redis', 'node-redis'],
-  ['valkey-glide', 'glide'],
-])('the sample app on Redis through %s', (library, clientVariable) => {
+describe.each(
+  inTier([
+    ['ioredis', undefined],
+    ['node-redis', 'node-redis'],
+    ['valkey-glide', 'glide'],
+  ]),
+)('the sample app on Redis through %s', (library, clientVariable) => {
   const redis = useRedis('redis');
   const saved = { url: process.env.REDIS_URL, client: process.env.REDIS_CLIENT };
   let app: INestApplication;

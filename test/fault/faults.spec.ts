@@ -18,6 +18,7 @@ import {
   type Sample,
   sleep,
 } from './traffic.js';
+import { inTier } from '../support/matrix.js';
 
 const TIMEOUT_MS = 100;
 // The shared deadline ticks every 25 ms; the rest covers short event-loop and GC pauses on 2 cores.
@@ -114,11 +115,11 @@ const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
 /** How the module reaches Redis: a URL (the module builds an ioredis client), or a client handed over. */
 const CONNECTIONS: Array<[label: string, connect: (redis: TestRedis) => Promise<RedisConnection>]> =
-  [
+  inTier([
     ['ioredis from a URL', async (redis) => redis.url],
     ['node-redis client', (redis) => redis.connect('node-redis') as Promise<RedisConnection>],
     ['GLIDE client', (redis) => redis.connect('glide') as Promise<RedisConnection>],
-  ];
+  ]);
 
 describe.each(CONNECTIONS)('faults under steady traffic, %s', (client, connect) => {
   let redis: TestRedis;

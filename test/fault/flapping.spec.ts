@@ -10,6 +10,7 @@ import { type RedisConnection } from '../../lib/index.js';
 import { type TestRedis } from '../support/redis-server.js';
 import { useRedis } from '../support/stores.js';
 import { CapturingLogger, createLimiterApp, exactness, runTraffic, sleep } from './traffic.js';
+import { inTier } from '../support/matrix.js';
 
 const TIMEOUT_MS = 100;
 const FLAPPING_MS = 2000;
@@ -54,11 +55,11 @@ const FLAPS: Flap[] = [
 
 /** How the module reaches Redis: a URL (the module builds an ioredis client), or a client handed over. */
 const CONNECTIONS: Array<[label: string, connect: (redis: TestRedis) => Promise<RedisConnection>]> =
-  [
+  inTier([
     ['ioredis from a URL', async (redis) => redis.url],
     ['node-redis client', (redis) => redis.connect('node-redis') as Promise<RedisConnection>],
     ['GLIDE client', (redis) => redis.connect('glide') as Promise<RedisConnection>],
-  ];
+  ]);
 
 const rows: string[] = [];
 

@@ -16,18 +16,21 @@ import { waitFor } from '../support/wait-for.js';
 import { startHttpApp, USER_HEADER } from '../contract/http/fixtures/http-app.js';
 import { OverrideController } from '../contract/http/fixtures/override-controllers.js';
 import { policiesOf } from '../contract/http/fixtures/policy-app.js';
+import { inTier } from '../support/matrix.js';
 
 const REFRESH_MS = 500;
 // A notice arrives in a few ms; a second leaves room for a loaded machine.
 const NOTICE_MS = 1000;
 
-describe.each<[ClientKind, ClientKind]>([
-  ['ioredis', 'node-redis'],
-  ['node-redis', 'iovalkey'],
-  // GLIDE resubscribes by itself after a lost connection, without a word: what was published
-  // meanwhile reaches it on the periodic reading alone.
-  ['ioredis', 'glide'],
-])('overrides shared by two instances, %s and %s', (kindA, kindB) => {
+describe.each<[ClientKind, ClientKind]>(
+  inTier<[ClientKind, ClientKind]>([
+    ['ioredis', 'node-redis'],
+    ['node-redis', 'iovalkey'],
+    // GLIDE resubscribes by itself after a lost connection, without a word: what was published
+    // meanwhile reaches it on the periodic reading alone.
+    ['ioredis', 'glide'],
+  ]),
+)('overrides shared by two instances, %s and %s', (kindA, kindB) => {
   const redis = useRedis('redis');
   const apps: INestApplication[] = [];
   afterEach(async () => {

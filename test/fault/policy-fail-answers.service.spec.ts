@@ -17,6 +17,7 @@ import {
   STORE_UNAVAILABLE_MESSAGE,
 } from '../../lib/index.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { inTier } from '../support/matrix.js';
 
 // A paid partner's API: 10 calls a second, across every instance; never unmetered.
 const METERED: RateLimitPolicy = { period: '1s', threshold: 10 };
@@ -30,10 +31,10 @@ const EXPORTS: RateLimitPolicy = {
 
 /** How the module reaches Redis: a URL (the module builds an ioredis client) or a node-redis client. */
 const CONNECTIONS: Array<[label: string, connect: (redis: TestRedis) => Promise<RedisConnection>]> =
-  [
+  inTier([
     ['ioredis from a URL', async (redis) => redis.url],
     ['node-redis client', (redis) => redis.connect('node-redis') as Promise<RedisConnection>],
-  ];
+  ]);
 
 /** What `fn` rejects with; fails the test when it resolves. */
 async function rejectionOf(fn: () => Promise<unknown>): Promise<RateLimitException> {

@@ -14,6 +14,7 @@ import {
   type RateLimitRootOptions,
   STORE_UNAVAILABLE_MESSAGE,
 } from '../../lib/index.js';
+import { STORE_KINDS } from '../support/stores.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait-for.js';
 import { CapturingLogger } from './traffic.js';
@@ -238,7 +239,7 @@ describe('a policy onStoreError on routes, two instances, Redis stopped', () => 
   });
 });
 
-describe.each(['memory', 'redis'] as const)(
+describe.each(STORE_KINDS)(
   'a policy onStoreError when a function never settles, on the %s store',
   (kind) => {
     let redis: TestRedis | undefined;

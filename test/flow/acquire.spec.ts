@@ -17,11 +17,11 @@ import {
   RateLimitStore,
   RedisStore,
 } from '../../lib/index.js';
-import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
-import { primaryOf, useRedis } from '../support/stores.js';
+import { type ClientKind } from '../support/clients.js';
+import { primaryOf, STORE_TARGETS, useRedis } from '../support/stores.js';
 
 type Target = 'memory' | ClientKind;
-const TARGETS: Target[] = ['memory', ...CLIENT_KINDS];
+const TARGETS: Target[] = STORE_TARGETS;
 const SPACED: RateLimitPolicy = {
   algorithm: 'leaky-bucket',
   period: '1s',

@@ -15,8 +15,8 @@ import {
   type RateLimitPolicy,
   RateLimitService,
 } from '../../lib/index.js';
-import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
-import { TestClock, useRedis } from '../support/stores.js';
+import { type ClientKind } from '../support/clients.js';
+import { STORE_TARGETS, TestClock, useRedis } from '../support/stores.js';
 
 const PERIOD_MS = 1000;
 const THRESHOLD = 10;
@@ -60,7 +60,7 @@ function overLimit(starts: readonly number[]): string[] {
   return over;
 }
 
-describe.each<'memory' | ClientKind>(['memory', ...CLIENT_KINDS])(
+describe.each<'memory' | ClientKind>(STORE_TARGETS)(
   'strict spacing on %s, three instances',
   (target) => {
     const redis = useRedis(target === 'memory' ? 'memory' : 'redis');

@@ -23,6 +23,7 @@ import { type TestRedis } from '../support/redis-server.js';
 import { useRedis } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 import { CapturingLogger, createLimiterApp, sleep } from '../fault/traffic.js';
+import { inTier } from '../support/matrix.js';
 
 // Generous, so that a busy machine's stall is not taken for an outage of its own.
 const TIMEOUT_MS = 500;
@@ -154,7 +155,7 @@ const UNOPENED: Array<[label: string, connect: (redis: TestRedis) => Promise<Red
   ],
 ];
 
-describe.each(UNOPENED)('an outage from startup, %s', (_label, connect) => {
+describe.each(inTier(UNOPENED))('an outage from startup, %s', (_label, connect) => {
   const redis = useRedis('redis');
   let app: INestApplication | undefined;
 

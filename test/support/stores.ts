@@ -2,11 +2,13 @@ import { afterAll, beforeAll, expect } from '@jest/globals';
 import { MemoryStore, type RateLimitStore, RedisStore } from '../../lib/index.js';
 import { type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { CLIENT_KINDS, type ClientKind } from './clients.js';
+import { TEST_TIER } from './matrix.js';
 import { startCluster, type StartClusterOptions, type TestCluster } from './redis-cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
 export type StoreKind = 'memory' | 'redis';
-export const STORE_KINDS: StoreKind[] = ['memory', 'redis'];
+/** The stores suites run on: the memory store alone in the fast tier (see matrix.ts). */
+export const STORE_KINDS: StoreKind[] = TEST_TIER === 'fast' ? ['memory'] : ['memory', 'redis'];
 
 /**
  * Registers a redis-server for the surrounding describe block and returns a getter for it.
@@ -73,7 +75,8 @@ export function primaryOf(store: RateLimitStore): RateLimitStore {
 
 /** Where a store contract runs: the memory store, or Redis through one client library. */
 export type StoreTarget = 'memory' | ClientKind;
-export const STORE_TARGETS: StoreTarget[] = ['memory', ...CLIENT_KINDS];
+export const STORE_TARGETS: StoreTarget[] =
+  TEST_TIER === 'fast' ? ['memory'] : ['memory', ...CLIENT_KINDS];
 
 /**
  * Registers what `target` needs for the surrounding describe block (a redis-server for Redis)

@@ -22,6 +22,7 @@ import {
 import { type ClientKind } from '../support/clients.js';
 import { type Point, spanAttributes, startTelemetry, type TestTelemetry } from '../support/otel.js';
 import { useRedis } from '../support/stores.js';
+import { inTier } from '../support/matrix.js';
 
 const TRACKER = 'tracker-secret-7';
 const SECRET = /secret/;
@@ -118,8 +119,10 @@ const EXPORTS = { name: 'exports', algorithm: 'concurrency', threshold: 2, perio
 
 describe.each<[string, ClientKind | undefined]>([
   ['memory', undefined],
-  ['redis through ioredis', 'ioredis'],
-  ['redis through node-redis', 'node-redis'],
+  ...inTier<[string, ClientKind]>([
+    ['redis through ioredis', 'ioredis'],
+    ['redis through node-redis', 'node-redis'],
+  ]),
 ])('telemetry on %s', (_name, client) => {
   const redis = useRedis(client === undefined ? 'memory' : 'redis');
   const store = client === undefined ? 'memory' : 'redis';
