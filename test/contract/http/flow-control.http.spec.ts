@@ -188,10 +188,10 @@ describe.each(CASES)('flow control on the %s store over %s', (kind, adapter) => 
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     const entered = gate.visits.map((v) => v.enteredAt).sort((a, b) => a - b);
     expect(entered).toHaveLength(5);
+    // Each no sooner than its slot, counted from the start: the first may enter late and the
+    // rest on time, so the spread between entries is not what is promised.
     expectBookedApart(entered, started, 200);
-    const spread = entered[4] - entered[0];
-    expect(spread).toBeGreaterThanOrEqual(800 - 20);
-    expect(spread).toBeLessThan(1500);
+    expect(entered[4] - entered[0]).toBeLessThan(1500);
   });
 
   it('maxWait on a leaky bucket: a request whose slot is beyond maxWait gets 429 at once', async () => {
