@@ -4,7 +4,9 @@ import { Cluster as IovalkeyCluster, Redis as Iovalkey } from 'iovalkey';
 import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClientV5, createCluster as createClusterV5 } from 'redis-v5';
-import { type IovalkeyClient, type NodeRedisClient, type RedisClient } from '../../lib/index.js';
+import { type IovalkeyClient } from '../../lib/stores/redis/ioredis.client.js';
+import { type NodeRedisClient } from '../../lib/stores/redis/node-redis.client.js';
+import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
 import { track, untrack } from './glide-clients.js';
 import './glide-logger.js';
 
