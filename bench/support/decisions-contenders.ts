@@ -3,7 +3,8 @@
  * rate-limiter-flexible again on node-redis, so each library's rows are compared with the floor
  * and the peer on that same library.
  */
-import { type Algorithm, type RateAlgorithm } from '../../lib/index.js';
+import { type Algorithm } from '../../lib/index.js';
+import { type RateAlgorithm } from '../../lib/algorithms/algorithm.js';
 import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { floorLimiter, nodeRedisFloorLimiter } from './floor-limiter.js';
 import { consumeInline, INLINE_LIMIT } from './inline-policy.js';

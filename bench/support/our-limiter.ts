@@ -7,9 +7,9 @@ import {
   type RateLimitPolicy,
   RateLimitModule,
   RateLimitService,
-  type RedisClient,
   RedisStore,
 } from '../../lib/index.js';
+import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
 import { closeClient, connectNodeRedis, type Library, type Limiter } from './limiter.js';
 import { connectGlide, connectIovalkey } from './valkey-limiters.js';
 

@@ -1,4 +1,4 @@
-import { type MemoryPolicy, type RedisStore } from './redis/redis.store.js';
+import { type EvictionSetting, type RedisStore } from './redis/redis.store.js';
 import { type OutageLogger } from './resilient.store.js';
 import { isError } from './errors.js';
 
@@ -15,7 +15,7 @@ export const EVICTION_DOCS = 'nest-rate-limit/docs/redis.md#eviction';
  * `volatile-*` policies evict them too, first of all on a server whose other keys have none.
  * Under `noeviction` a full server refuses writes instead, and `onStoreError` answers.
  */
-export function evictsKeys({ policy, maxmemory }: MemoryPolicy): boolean {
+export function evictsKeys({ policy, maxmemory }: EvictionSetting): boolean {
   return policy !== 'noeviction' && maxmemory > 0;
 }
 
@@ -26,7 +26,7 @@ export function evictsKeys({ policy, maxmemory }: MemoryPolicy): boolean {
  * debug level only. Resolves whatever happens.
  */
 export async function warnIfEvicting(store: RedisStore, logger: BootstrapLogger): Promise<void> {
-  let policies: MemoryPolicy[];
+  let policies: EvictionSetting[];
   try {
     policies = await store.memoryPolicies();
   } catch (error) {

@@ -26,6 +26,9 @@
 // A recipe is a block that runs: a `<!-- recipe: NAME -->` line before it (and before its
 // prelude) names it, and scripts/docs-examples/recipes/ holds the scenario that imports it as
 // `./NAME.js`, builds an app around it and asserts what the text promises (see recipes.mjs).
+// Before any of that, every name the package exports (from either entry) must be mentioned in
+// README.md or docs/, and there may be at most 45 of them (see public-names.mjs).
+//
 // Errors name the markdown file and line and the module system; an error inside a prelude names
 // the comment's line. Exit code 0 when every block compiles and every recipe keeps its promise.
 import { spawnSync } from 'node:child_process';
@@ -33,6 +36,7 @@ import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { extractBlocks, markdownFiles } from './markdown.mjs';
+import { checkPublicNames } from './public-names.mjs';
 import { planRecipes, runRecipes, writeRecipes } from './recipes.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -71,6 +75,13 @@ function main() {
     console.error('docs:check: dist/index.d.ts is missing; run `npm run build` first');
     return 1;
   }
+  // Every public name is documented, and there are not too many (public-names.mjs).
+  const names = checkPublicNames(root);
+  if (names.errors.length > 0) {
+    for (const error of names.errors) console.error(`docs:check: ${error}`);
+    return 1;
+  }
+  console.log(`docs:check: ${names.total} public names, each mentioned in README.md or docs/`);
   const blocks = markdownFiles(root).flatMap((file) => extractBlocks(root, file));
   const plan = planRecipes(root, blocks);
   if (plan.errors.length > 0) {

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import fc from 'fast-check';
 import request from 'supertest';
-import { type RateLimitRootOptions } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { STORE_KINDS, useRedis } from '../support/stores.js';
 import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { createAbuseApp, rawGetStatus, THRESHOLD } from './fixtures/app.js';

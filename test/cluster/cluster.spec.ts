@@ -10,12 +10,12 @@ import {
   RateLimit,
   RateLimitModule,
   type RateLimitPolicy,
-  type RateLimitRootOptions,
   RateLimitService,
   type RoutePolicy,
-  type NodeRedisClient,
   RedisStore,
 } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
+import { type NodeRedisClient } from '../../lib/stores/redis/node-redis.client.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';

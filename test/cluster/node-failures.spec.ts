@@ -10,12 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
-import {
-  type RateLimitPolicy,
-  type RateLimitRootOptions,
-  RateLimitService,
-  type RedisConnection,
-} from '../../lib/index.js';
+import { type RateLimitPolicy, RateLimitService, type RedisConnection } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { CapturingLogger, createLimiterApp, sleep } from '../fault/traffic.js';

@@ -13,7 +13,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { MemoryStore, type RedisClient, RedisStore, ResilientStore } from '../../lib/index.js';
+import { MemoryStore, RedisStore } from '../../lib/index.js';
+import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { ResilientStore } from '../../lib/stores/resilient.store.js';
 import { type ResolvedPolicy, resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { isMovingSlot } from '../../lib/stores/moving-slot.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';

@@ -8,7 +8,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { type Redis } from 'ioredis';
-import { type RedisConnection, type StoreErrorPolicy } from '../../lib/index.js';
+import { type RedisConnection } from '../../lib/index.js';
+import { type StoreErrorPolicy } from '../../lib/store-contract/store.interface.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import {
   CapturingLogger,

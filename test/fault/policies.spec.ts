@@ -7,13 +7,9 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import {
-  RateLimit,
-  RateLimitModule,
-  type RateLimitRootOptions,
-  RateLimitService,
-  STORE_UNAVAILABLE_MESSAGE,
-} from '../../lib/index.js';
+import { RateLimit, RateLimitModule, RateLimitService } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../lib/rate-limit.exception.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { sleep } from './traffic.js';
 

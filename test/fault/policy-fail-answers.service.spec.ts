@@ -11,11 +11,11 @@ import {
   RateLimitException,
   RateLimitModule,
   type RateLimitPolicy,
-  type RateLimitRootOptions,
   RateLimitService,
   type RedisConnection,
-  STORE_UNAVAILABLE_MESSAGE,
 } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../lib/rate-limit.exception.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { inTier } from '../support/matrix.js';
 

@@ -8,12 +8,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Controller, Get, type INestApplication, Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import {
-  RateLimit,
-  RateLimitModule,
-  type RateLimitRootOptions,
-  STORE_UNAVAILABLE_MESSAGE,
-} from '../../lib/index.js';
+import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../lib/rate-limit.exception.js';
 import { STORE_KINDS } from '../support/stores.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait-for.js';

@@ -2,12 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import { type INestApplication, Logger, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import {
-  RateLimitModule,
-  type RateLimitRootOptions,
-  RateLimitService,
-  type StoreErrorPolicy,
-} from '../../lib/index.js';
+import { RateLimitModule, RateLimitService } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
+import { type StoreErrorPolicy } from '../../lib/store-contract/store.interface.js';
 
 export interface Sample {
   /** When the call started, ms since the run began. */

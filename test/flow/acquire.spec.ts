@@ -12,11 +12,11 @@ import {
   RateLimitException,
   RateLimitModule,
   type RateLimitPolicy,
-  type RateLimitRootOptions,
   RateLimitService,
   RateLimitStore,
   RedisStore,
 } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { type ClientKind } from '../support/clients.js';
 import { primaryOf, STORE_TARGETS, useRedis } from '../support/stores.js';
 

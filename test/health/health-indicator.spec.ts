@@ -17,16 +17,16 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import {
   RateLimit,
-  type RateLimitHealthDetails,
   RateLimitHealthIndicator,
   RateLimitModule,
-  type RateLimitRootOptions,
   RateLimitService,
   type RateLimitDecision,
   type RateLimitStore,
   MemoryStore,
-  type RedisClient,
 } from '../../lib/index.js';
+import { type RateLimitHealthDetails } from '../../lib/health/rate-limit.health.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
+import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { type ClientKind } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';

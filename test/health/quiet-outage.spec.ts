@@ -12,11 +12,11 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import {
-  type RateLimitHealthDetails,
   RateLimitHealthIndicator,
   RateLimitService,
   type RedisConnection,
 } from '../../lib/index.js';
+import { type RateLimitHealthDetails } from '../../lib/health/rate-limit.health.js';
 import { createClient } from 'redis';
 import { CLIENT_KINDS } from '../support/clients.js';
 import { type TestRedis } from '../support/redis-server.js';

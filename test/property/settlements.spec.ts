@@ -16,9 +16,9 @@ import {
   MemoryStore,
   type RateLimitDecision,
   type RateLimitStore,
-  type RedisClient,
   RedisStore,
 } from '../../lib/index.js';
+import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
 import {

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { firstValueFrom } from 'rxjs';
 import { type Socket } from 'socket.io-client';
 import request from 'supertest';
-import { type RateLimitRootOptions } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { waitFor } from '../support/wait-for.js';
 import {

@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type ExecutionContext, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import { type RateLimitDecision, type RateLimitRootOptions } from '../../lib/index.js';
+import { type RateLimitDecision } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import {
   createApp,
   HTTP_ADAPTERS,

@@ -1,7 +1,8 @@
 /** `@RateLimit` on microservice handlers: a real TCP microservice and a real TCP client. */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { firstValueFrom, timeout } from 'rxjs';
-import { type RateLimitDecision, type RateLimitRootOptions } from '../../lib/index.js';
+import { type RateLimitDecision } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
 import { useRedis } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';

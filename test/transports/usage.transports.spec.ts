@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
-import { RateLimitStore, type RateLimitRootOptions } from '../../lib/index.js';
+import { RateLimitStore } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { STORE_KINDS, useRedis } from '../support/stores.js';
 import { type CallTaking, watchSettles } from '../support/settles.js';

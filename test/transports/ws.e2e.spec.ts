@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { type Socket } from 'socket.io-client';
-import { type RateLimitDecision, type RateLimitRootOptions } from '../../lib/index.js';
+import { type RateLimitDecision } from '../../lib/index.js';
+import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
 import { useRedis } from '../support/stores.js';
 import { brokenStore } from './fixtures/broken-store.js';

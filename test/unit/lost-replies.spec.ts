@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { createClient, SocketClosedUnexpectedlyError } from 'redis';
-import { type RedisClient, RedisStore, type ValkeyGlideClient } from '../../lib/index.js';
+import { RedisStore } from '../../lib/index.js';
+import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { type ValkeyGlideClient } from '../../lib/stores/redis/glide.client.js';
 import { CLIENT_DEFAULTS } from '../../lib/module/store-factory.js';
 import {
   ConnectionLostError,

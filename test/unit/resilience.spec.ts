@@ -1,11 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
-import {
-  MemoryStore,
-  RateLimitModule,
-  type RateLimitModuleOptions,
-  StoreTimeoutError,
-} from '../../lib/index.js';
+import { MemoryStore, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { StoreTimeoutError } from '../../lib/stores/deadlines.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { CircuitBreaker } from '../../lib/stores/circuit-breaker.js';
 import { Deadlines } from '../../lib/stores/deadlines.js';

@@ -1,6 +1,7 @@
 /** Shared scopes: the key shapes they add, and what `@RateLimit` refuses about `scope`. */
 import { describe, expect, it } from '@jest/globals';
-import { RateLimit, type RouteScope } from '../../lib/index.js';
+import { RateLimit } from '../../lib/index.js';
+import { type RouteScope } from '../../lib/templates/route-policy.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { encodeKeyPart, policyTrackerPart, RouteKeys } from '../../lib/keys/route-keys.js';
 import { MAX_SCOPE_LENGTH, scopeMark } from '../../lib/templates/route-scope.js';

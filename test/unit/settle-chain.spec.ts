@@ -4,7 +4,8 @@
  * give-back end a local block, as a refund does, while a charge leaves it standing.
  */
 import { describe, expect, it } from '@jest/globals';
-import { MemoryStore, type RateLimitDecision, ResilientStore } from '../../lib/index.js';
+import { MemoryStore, type RateLimitDecision } from '../../lib/index.js';
+import { ResilientStore } from '../../lib/stores/resilient.store.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { BlockCacheStore } from '../../lib/stores/block-cache.js';
 import { degradedDecision } from '../../lib/stores/decision.js';

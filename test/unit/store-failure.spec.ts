@@ -17,16 +17,12 @@ import {
   SocketClosedUnexpectedlyError,
 } from 'redis';
 import { ReplyError } from 'ioredis';
-import {
-  BatchedDecisionError,
-  MemoryStore,
-  RateLimitConfigError,
-  type RateLimitDecision,
-  ResilientStore,
-  StoreLateError,
-  StoreNotConnectedError,
-  StoreTimeoutError,
-} from '../../lib/index.js';
+import { MemoryStore, RateLimitConfigError, type RateLimitDecision } from '../../lib/index.js';
+import { BatchedDecisionError } from '../../lib/stores/redis/decision-batcher.js';
+import { ResilientStore } from '../../lib/stores/resilient.store.js';
+import { StoreLateError } from '../../lib/stores/redis/answer-deadline.js';
+import { StoreNotConnectedError } from '../../lib/stores/redis/script-client.js';
+import { StoreTimeoutError } from '../../lib/stores/deadlines.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { OperationStore } from '../../lib/stores/operation-store.js';
 import { type StoreCall } from '../../lib/store-contract/store-call.js';

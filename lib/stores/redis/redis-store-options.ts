@@ -44,7 +44,7 @@ export interface RedisStoreOptions {
 }
 
 /** What one Redis primary does when its memory is full; see `RedisStore.memoryPolicies`. */
-export interface MemoryPolicy {
+export interface EvictionSetting {
   /** `noeviction`, or the keys it evicts: `allkeys-lru`, `volatile-ttl`, … */
   readonly policy: string;
   /** The memory limit in bytes; 0 for none, under which nothing is evicted. */

@@ -7,7 +7,7 @@ import { OperationStore } from '../operation-store.js';
 import { type Limits, type StoreCall } from '../../store-contract/store-call.js';
 import { type Clock, type RateLimitDecision } from '../../store-contract/store.interface.js';
 import { type RedisClient, scriptClientFor } from './redis-client.js';
-import { type MemoryPolicy, type RedisStoreOptions } from './redis-store-options.js';
+import { type EvictionSetting, type RedisStoreOptions } from './redis-store-options.js';
 import { answeredWithin, pingWithin } from './ping.js';
 import { type ScriptClient, StoreNotConnectedError } from './script-client.js';
 import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
@@ -20,7 +20,7 @@ import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
 import { callsOwnError } from '../store-failure.js';
 
-export type { MemoryPolicy, RedisStoreOptions } from './redis-store-options.js';
+export type { EvictionSetting, RedisStoreOptions } from './redis-store-options.js';
 
 // Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
 // vanish while the simulated time says it still matters.
@@ -187,7 +187,7 @@ export class RedisStore extends OperationStore {
    * );
    * ```
    */
-  async memoryPolicies(): Promise<MemoryPolicy[]> {
+  async memoryPolicies(): Promise<EvictionSetting[]> {
     if (!this.scripts.ready()) throw this.notConnected;
     const configs = await this.scripts.readConfig('maxmemory*');
     return configs.map((config) => ({

@@ -5,11 +5,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import {
-  type RateLimitDecision,
-  RateLimitModule,
-  type RateLimitRootOptions,
-} from '../../../lib/index.js';
+import { type RateLimitDecision, RateLimitModule } from '../../../lib/index.js';
+import { type RateLimitRootOptions } from '../../../lib/options/rate-limit.options.js';
 import { STORE_KINDS, useRedis } from '../../support/stores.js';
 import { AbuseController, Calls, IP_HEADER, ipTracker } from './fixtures/abuse-controls.js';
 import { HTTP_ADAPTERS, uniquePrefix } from './fixtures/app.js';

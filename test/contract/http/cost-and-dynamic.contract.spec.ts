@@ -1,7 +1,7 @@
 /** Request cost and per-request (dynamic) policy values, over HTTP, on both stores. */
 import { describe, expect, it } from '@jest/globals';
 import { STORES_AND_ADAPTERS, uniqueUser } from './fixtures/app.js';
-import { COST_TOO_HIGH_MESSAGE } from '../../../lib/index.js';
+import { COST_TOO_HIGH_MESSAGE } from '../../../lib/rate-limit.exception.js';
 import { COST_HEADER, PLAN_HEADER } from './fixtures/policy-controllers.js';
 import {
   expectWait,

@@ -6,13 +6,10 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import {
-  type RateLimitDecision,
-  type RateLimitRootOptions,
-  STORE_UNAVAILABLE_MESSAGE,
-  type StoreErrorPolicy,
-  UserFunctionTimeoutError,
-} from '../../../lib/index.js';
+import { type RateLimitDecision, UserFunctionTimeoutError } from '../../../lib/index.js';
+import { type RateLimitRootOptions } from '../../../lib/options/rate-limit.options.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../../lib/rate-limit.exception.js';
+import { type StoreErrorPolicy } from '../../../lib/store-contract/store.interface.js';
 import { STORE_KINDS, useRedis } from '../../support/stores.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 import { createHangingApp, LogCapture } from './fixtures/hanging-functions.js';

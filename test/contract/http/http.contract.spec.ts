@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import { parseList } from 'structured-headers';
 import request from 'supertest';
-import { type HeaderMode, type RateLimitRootOptions } from '../../../lib/index.js';
+import { type HeaderMode } from '../../../lib/transports/http-headers.js';
+import { type RateLimitRootOptions } from '../../../lib/options/rate-limit.options.js';
 import { useRedis } from '../../support/stores.js';
 import {
   createApp,

@@ -16,7 +16,6 @@ import { createClient } from 'redis';
 import request from 'supertest';
 import {
   MemoryStore,
-  type NodeRedisClient,
   RateLimit,
   RateLimitGuard,
   RateLimitModule,
@@ -26,6 +25,7 @@ import {
   RateLimitStore,
   RedisStore,
 } from '../../../lib/index.js';
+import { type NodeRedisClient } from '../../../lib/stores/redis/node-redis.client.js';
 import { primaryOf, STORE_KINDS, TestClock, useRedis } from '../../support/stores.js';
 import {
   createApp,

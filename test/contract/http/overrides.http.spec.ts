@@ -6,12 +6,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import {
-  RateLimitConfigError,
-  RateLimitModule,
-  type RateLimitRootOptions,
-  RateLimitService,
-} from '../../../lib/index.js';
+import { RateLimitConfigError, RateLimitModule, RateLimitService } from '../../../lib/index.js';
+import { type RateLimitRootOptions } from '../../../lib/options/rate-limit.options.js';
 import { STORE_KINDS, type StoreKind, useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import { uniquePrefix, uniqueUser } from './fixtures/app.js';

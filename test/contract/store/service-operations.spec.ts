@@ -11,9 +11,9 @@ import {
   RateLimitModule,
   type RateLimitStore,
   type RateLimitPolicy,
-  type RateLimitRootOptions,
   RateLimitService,
 } from '../../../lib/index.js';
+import { type RateLimitRootOptions } from '../../../lib/options/rate-limit.options.js';
 import { STORE_KINDS, useRedis } from '../../support/stores.js';
 import { uniquePrefix, uniqueUser } from '../http/fixtures/app.js';
 
