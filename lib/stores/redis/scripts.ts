@@ -28,6 +28,9 @@ export interface DecisionLibrary {
 const source = (name: string) =>
   readFileSync(new URL(`../../algorithms/${name}.lua`, import.meta.url), 'utf8');
 
+/** An algorithm's own script, beside its twin in `algorithms/kinds/`. */
+const algorithmSource = (name: string) => source(`kinds/${name}`);
+
 // Prefixed so the commands cannot clash with a user's own `defineCommand`.
 const COMMAND_PREFIX = 'rateLimitDecide';
 
@@ -38,7 +41,7 @@ const COMMAND_PREFIX = 'rateLimitDecide';
 const body = (algorithms: readonly string[]) =>
   [
     source('prelude'),
-    ...algorithms.map(source),
+    ...algorithms.map(algorithmSource),
     source('once'),
     source('ledger'),
     source('decide'),
