@@ -56,9 +56,9 @@ export {
   type StoreErrorPolicy,
   type StoreErrorHandler,
 } from './store-contract/store.interface.js';
-export { ResilientStore, type ResilientStoreOptions } from './stores/resilient.store.js';
-export { StoreTimeoutError } from './stores/deadlines.js';
-export { StoreCallError } from './stores/store-failure.js';
+export { ResilientStore, type ResilientStoreOptions } from './stores/resilience/resilient.store.js';
+export { StoreTimeoutError } from './stores/resilience/deadlines.js';
+export { StoreCallError } from './stores/resilience/store-failure.js';
 export {
   UserFunctionError,
   UserFunctionTimeoutError,

@@ -9,7 +9,7 @@ import { type BootstrapLogger } from '../stores/eviction-warning.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from '../stores/redis/redis-client.js';
-import { ResilientStore } from '../stores/resilient.store.js';
+import { ResilientStore } from '../stores/resilience/resilient.store.js';
 import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js';

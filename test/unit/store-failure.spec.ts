@@ -30,7 +30,7 @@ import {
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { OperationStore } from '../../lib/stores/operation-store.js';
 import { type StoreCall } from '../../lib/store-contract/store-call.js';
-import { isStoreFailure, StoreCallError } from '../../lib/stores/store-failure.js';
+import { isStoreFailure, StoreCallError } from '../../lib/stores/resilience/store-failure.js';
 import { serverError } from '../../lib/stores/redis/glide-replies.js';
 import '../support/glide-logger.js';
 

@@ -1,4 +1,4 @@
-import { StoreTimeoutError } from '../deadlines.js';
+import { StoreTimeoutError } from '../resilience/deadlines.js';
 import { type ScriptClient } from './script-client.js';
 
 /**

@@ -2,7 +2,7 @@ import { configError } from '../../policy/validation.js';
 import { encodeCall, type EncodedCall, keysOf, opArg } from '../call-encoding.js';
 import { monotonicClock, toMicros } from '../clock.js';
 import { decisionFromReply } from '../decision.js';
-import { giveBackLate } from '../late-replies.js';
+import { giveBackLate } from '../resilience/late-replies.js';
 import { OperationStore } from '../operation-store.js';
 import { type Limits, type StoreCall } from '../../store-contract/store-call.js';
 import { type Clock, type RateLimitDecision } from '../../store-contract/store.interface.js';
@@ -18,7 +18,7 @@ import { DecisionRunner } from './decision-runner.js';
 import { giveBackIfRun, ReconnectWaiters, sendResending } from './lost-replies.js';
 import { policyArg } from './policy-args.js';
 import { DECISION_SCRIPTS, scriptFor } from './scripts.js';
-import { callsOwnError } from '../store-failure.js';
+import { callsOwnError } from '../resilience/store-failure.js';
 
 export type { MemoryPolicy, RedisStoreOptions } from './redis-store-options.js';
 
