@@ -69,18 +69,18 @@ export {
   RedisStore,
   type RedisStoreOptions,
 } from './stores/redis/redis.store.js';
-export { type RedisClient } from './stores/redis/redis-client.js';
-export { type IovalkeyClient } from './stores/redis/ioredis.client.js';
+export { type RedisClient } from './stores/redis/clients/redis-client.js';
+export { type IovalkeyClient } from './stores/redis/clients/ioredis.client.js';
 export {
   type GlideCommandOptions,
   type GlideRoute,
   type ValkeyGlideClient,
-} from './stores/redis/glide.client.js';
-export { StoreNotConnectedError } from './stores/redis/script-client.js';
-export { BatchedDecisionError } from './stores/redis/decision-batcher.js';
+} from './stores/redis/clients/glide.client.js';
+export { StoreNotConnectedError } from './stores/redis/clients/script-client.js';
+export { BatchedDecisionError } from './stores/redis/decisions/decision-batcher.js';
 export { StoreLateError } from './stores/redis/answer-deadline.js';
 export {
   type NodeRedisClient,
   type NodeRedisEvalOptions,
-} from './stores/redis/node-redis.client.js';
+} from './stores/redis/clients/node-redis.client.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory/memory.store.js';

@@ -8,7 +8,7 @@ import { BlockCacheStore } from '../stores/block-cache.js';
 import { type BootstrapLogger } from '../stores/eviction-warning.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
-import { type RedisClient, scriptClientFor } from '../stores/redis/redis-client.js';
+import { type RedisClient, scriptClientFor } from '../stores/redis/clients/redis-client.js';
 import { ResilientStore } from '../stores/resilience/resilient.store.js';
 import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { type DecisionScript } from '../stores/redis/scripts.js';
+import { type DecisionScript } from '../stores/redis/decisions/scripts.js';
 
 /**
  * The script that sets, clears and lists the overrides in Redis (`overrides.lua`), run like the

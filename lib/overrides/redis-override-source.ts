@@ -1,7 +1,10 @@
 import { configError } from '../policy/validation.js';
-import { type ChannelSubscription } from '../stores/redis/channel-subscription.js';
+import { type ChannelSubscription } from '../stores/redis/clients/channel-subscription.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
-import { type ScriptClient, StoreNotConnectedError } from '../stores/redis/script-client.js';
+import {
+  type ScriptClient,
+  StoreNotConnectedError,
+} from '../stores/redis/clients/script-client.js';
 import { MAX_OVERRIDES, shortened } from './override-bounds.js';
 import { OVERRIDES_SCRIPT } from './override-script.js';
 import {

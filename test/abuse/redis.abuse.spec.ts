@@ -22,7 +22,7 @@ import {
   BATCH_SCRIPT,
   DECISION_LIBRARY,
   DECISION_SCRIPTS,
-} from '../../lib/stores/redis/scripts.js';
+} from '../../lib/stores/redis/decisions/scripts.js';
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';
 import { stateKeys } from '../support/decision-ids.js';

@@ -18,7 +18,7 @@ import {
 } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
-import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';
+import { DECISION_LIBRARY } from '../../lib/stores/redis/decisions/scripts.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/http/fixtures/app.js';
 import { storeContract } from '../contract/store/store.suite.js';
 import { CLIENT_KINDS } from '../support/clients.js';

@@ -16,7 +16,7 @@ import {
   lostInFlight,
   ReconnectWaiters,
 } from '../../lib/stores/redis/lost-replies.js';
-import { scriptClientFor } from '../../lib/stores/redis/redis-client.js';
+import { scriptClientFor } from '../../lib/stores/redis/clients/redis-client.js';
 import { closeClient } from '../support/clients.js';
 import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
 

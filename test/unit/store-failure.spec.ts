@@ -31,7 +31,7 @@ import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { OperationStore } from '../../lib/stores/operation-store.js';
 import { type StoreCall } from '../../lib/store-contract/store-call.js';
 import { isStoreFailure, StoreCallError } from '../../lib/stores/resilience/store-failure.js';
-import { serverError } from '../../lib/stores/redis/glide-replies.js';
+import { serverError } from '../../lib/stores/redis/clients/glide-replies.js';
 import '../support/glide-logger.js';
 
 /** A server's error reply as GLIDE rejects with it (`message`), and as the store reads it. */
