@@ -26,7 +26,7 @@ import {
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';
 import { stateKeys } from '../support/decision-ids.js';
-import { OVERRIDES_SCRIPT } from '../../lib/overrides/override-script.js';
+import { OVERRIDES_SCRIPT } from '../../lib/overrides/redis-override-source.js';
 
 // An hour: the fixed window's keys live to the end of a clock-aligned window, and a minute's
 // boundary falling during the run would expire the keys written before it.
