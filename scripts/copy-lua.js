@@ -1,5 +1,6 @@
 // tsc compiles TypeScript only; the Lua scripts are read at runtime from beside the code that runs
-// them: the algorithms' and the overrides'.
+// them: the algorithms' (their shared scripts, and each algorithm's own in `kinds/`) and the
+// overrides'.
 // Usage: node scripts/copy-lua.js [algorithms destination] (default dist/algorithms); the
 // overrides' script goes to the `overrides` folder beside it.
 import { cpSync, mkdirSync, readdirSync } from 'node:fs';
@@ -11,8 +12,9 @@ const folders = [
   ['lib/overrides', join(dirname(destination), 'overrides')],
 ];
 for (const [from, to] of folders) {
-  mkdirSync(to, { recursive: true });
-  for (const file of readdirSync(from)) {
-    if (file.endsWith('.lua')) cpSync(`${from}/${file}`, `${to}/${file}`);
+  for (const file of readdirSync(from, { recursive: true })) {
+    if (!file.endsWith('.lua')) continue;
+    mkdirSync(dirname(join(to, file)), { recursive: true });
+    cpSync(join(from, file), join(to, file));
   }
 }

@@ -9,7 +9,7 @@ import {
   RateLimitService,
   RedisStore,
 } from '../../lib/index.js';
-import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
 import { closeClient, connectNodeRedis, type Library, type Limiter } from './limiter.js';
 import { connectGlide, connectIovalkey } from './valkey-limiters.js';
 

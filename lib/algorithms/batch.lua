@@ -1,7 +1,8 @@
 -- Decides several decisions in one call, each exactly as decide(KEYS, ARGV) would alone, in order:
 -- a store gathers the decisions that are ready in the same turn of its event loop into one call, so
 -- that what a call costs (parsing, dispatch, the reply, reading TIME, a decision id) is paid once
--- for all of them. Their keys share one hash slot (see lib/stores/redis/decision-batcher.ts).
+-- for all of them. Their keys share one hash slot (see
+-- lib/stores/redis/decisions/decision-batcher.ts).
 --
 -- argv[1]  how many decisions, N; `<N>i` when keys[1] is the batch's id key (see below). Then, for
 --          each decision in turn: how many keys it has, how many arguments, and its arguments, as

@@ -7,7 +7,7 @@ import {
   type PolicyArgs,
   type Stored,
 } from './algorithm.js';
-import { leaseId } from './concurrency.js';
+import { leaseId } from './kinds/concurrency.js';
 import { enter, inFlight } from './ledger.js';
 import { algorithmOf } from './registry.js';
 

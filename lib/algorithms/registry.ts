@@ -1,17 +1,17 @@
 import { type Algorithm, type AlgorithmTwin, type RateAlgorithm } from './algorithm.js';
-import { concurrency } from './concurrency.js';
-import { fixedWindow } from './fixed-window.js';
-import { gcra } from './gcra.js';
-import { slidingWindowCounter } from './sliding-window-counter.js';
-import { slidingWindow } from './sliding-window.js';
-import { tokenBucket } from './token-bucket.js';
+import { concurrency } from './kinds/concurrency.js';
+import { fixedWindow } from './kinds/fixed-window.js';
+import { leakyBucket } from './kinds/leaky-bucket.js';
+import { slidingWindowCounter } from './kinds/sliding-window-counter.js';
+import { slidingWindow } from './kinds/sliding-window.js';
+import { tokenBucket } from './kinds/token-bucket.js';
 
 /** Everything the rest of the library may know about one algorithm. */
 export interface AlgorithmEntry {
   readonly name: Algorithm;
   /** Its short id in keys and script arguments. */
   readonly code: string;
-  /** Its Lua file in this folder, without `.lua`. */
+  /** Its Lua file in `kinds/`, beside its twin, without `.lua`. */
   readonly lua: string;
   /** Its in-process twin, for the memory store. */
   readonly twin: AlgorithmTwin<unknown, unknown>;
@@ -54,7 +54,7 @@ const ENTRIES = {
   'sliding-window-counter': entry('swc', 'sliding-window-counter', slidingWindowCounter, WINDOWS),
   'fixed-window': entry('fw', 'fixed-window', fixedWindow, WINDOWS),
   'token-bucket': entry('tb', 'token-bucket', tokenBucket, BUCKET),
-  'leaky-bucket': entry('gcra', 'gcra', gcra, BUCKET),
+  'leaky-bucket': entry('gcra', 'leaky-bucket', leakyBucket, BUCKET),
   concurrency: entry('cc', 'concurrency', concurrency, { holdsLeases: true }),
 } satisfies Record<Algorithm, Omit<AlgorithmEntry, 'name'>>;
 

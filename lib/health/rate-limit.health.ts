@@ -4,7 +4,7 @@ import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js'
 import { ForwardingStore } from '../stores/forwarding-store.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
-import { ResilientStore, type ServerAnswer } from '../stores/resilient.store.js';
+import { ResilientStore, type ServerAnswer } from '../stores/resilience/resilient.store.js';
 import { RateLimitStore } from '../store-contract/store.interface.js';
 import { type RateLimitHealthDetails, resilienceDetails } from './store-health.js';
 

@@ -1,5 +1,5 @@
 import { type BreakerState } from '../store-contract/health-change.js';
-import { type NodeHealth } from '../stores/node-health.js';
+import { type NodeHealth } from '../stores/resilience/node-health.js';
 import { type StoreErrorPolicy } from '../store-contract/store.interface.js';
 
 /**

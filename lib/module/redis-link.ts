@@ -1,7 +1,7 @@
 import { type BootstrapLogger, warnIfEvicting } from '../stores/eviction-warning.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
-import { StoreNotConnectedError } from '../stores/redis/script-client.js';
-import { type ResilientStore } from '../stores/resilient.store.js';
+import { StoreNotConnectedError } from '../stores/redis/clients/script-client.js';
+import { type ResilientStore } from '../stores/resilience/resilient.store.js';
 
 /** How long bootstrap waits for a client to connect, and for the warm-up that follows. */
 export const CONNECT_TIMEOUT_MS = 2000;

@@ -1,6 +1,6 @@
 import { type ExecutionContext, type ModuleMetadata, type Type } from '@nestjs/common';
 import { type RedisOptions } from 'ioredis';
-import { type RedisClient } from '../stores/redis/redis-client.js';
+import { type RedisClient } from '../stores/redis/clients/redis-client.js';
 import { type HeaderMode } from '../transports/http-headers.js';
 import { type FieldList } from '../policy/known-fields.js';
 import { type ResolvedTelemetry, type TelemetryOptions } from '../telemetry/telemetry-options.js';

@@ -1,5 +1,5 @@
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { StoreNotConnectedError } from '../stores/redis/script-client.js';
+import { StoreNotConnectedError } from '../stores/redis/clients/script-client.js';
 import { encodeKeyPart, policyTrackerPart } from '../keys/route-keys.js';
 import { type KnownPolicies } from './known-policies.js';
 import { overriddenPolicy } from './overridden-policy.js';

@@ -1,9 +1,14 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { configError } from '../policy/validation.js';
-import { type ChannelSubscription } from '../stores/redis/channel-subscription.js';
+import { type ChannelSubscription } from '../stores/redis/clients/channel-subscription.js';
+import { type DecisionScript } from '../stores/redis/decisions/scripts.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
-import { type ScriptClient, StoreNotConnectedError } from '../stores/redis/script-client.js';
+import {
+  type ScriptClient,
+  StoreNotConnectedError,
+} from '../stores/redis/clients/script-client.js';
 import { MAX_OVERRIDES, shortened } from './override-bounds.js';
-import { OVERRIDES_SCRIPT } from './override-script.js';
 import {
   type LimitOverride,
   type OverrideEntry,
@@ -20,6 +25,21 @@ import {
  * least once in this time, which every running instance does on its own period.
  */
 export const LASTING_OVERRIDE_HORIZON_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * The script that sets, clears and lists the overrides in Redis (`overrides.lua`), run like the
+ * decision scripts: EVALSHA, then EVAL when the server has lost it. Not a function of the decision
+ * library: it runs a few times a minute at most, so a body run on each call costs nothing that
+ * matters, and it needs no `FUNCTION` permission of its own.
+ */
+export const OVERRIDES_SCRIPT: DecisionScript = (() => {
+  const lua = readFileSync(new URL('./overrides.lua', import.meta.url), 'utf8');
+  return Object.freeze({
+    command: 'rateLimitOverrides',
+    lua,
+    sha: createHash('sha1').update(lua).digest('hex'),
+  });
+})();
 
 /** What the script answers when the server refused `TIME` inside it (see `overrides.lua`). */
 const TIME_REFUSED = -2;

@@ -1,8 +1,6 @@
 import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type WarningLogger } from './auth-order-warning.js';
-import { moduleTracker } from './module-tracker.js';
-import { ProxyTrustWarning } from './proxy-trust-warning.js';
+import { moduleTracker, ProxyTrustWarning, type WarningLogger } from './module-tracker.js';
 import { type Limits } from '../store-contract/store-call.js';
 import { isPromise, resolveCost } from '../templates/policy-template.js';
 import { type RouteCall, type RouteFeatures, type RouteScopes } from './route-plan.js';

@@ -9,7 +9,7 @@ import {
   type RateLimitStore,
 } from '../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
-import { isStoreFailure } from './store-failure.js';
+import { isStoreFailure } from './resilience/store-failure.js';
 
 /** What this instance knows of a key the store has rejected. */
 interface HotKey {

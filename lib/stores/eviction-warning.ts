@@ -1,5 +1,5 @@
 import { type EvictionSetting, type RedisStore } from './redis/redis.store.js';
-import { type OutageLogger } from './resilient.store.js';
+import { type OutageLogger } from './resilience/resilient.store.js';
 import { isError } from './errors.js';
 
 /** The module's logger at bootstrap: Nest's `Logger`, whose `debug` says what could not be checked. */

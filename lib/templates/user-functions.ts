@@ -1,10 +1,10 @@
 import { type ExecutionContext, HttpException } from '@nestjs/common';
 import { isError } from '../stores/errors.js';
 import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
-import { Deadlines } from '../stores/deadlines.js';
+import { Deadlines } from '../stores/resilience/deadlines.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { answerFor, DegradedStore } from '../stores/degraded.store.js';
-import { type OutageLogger } from '../stores/resilient.store.js';
+import { answerFor, DegradedStore } from '../stores/resilience/degraded.store.js';
+import { type OutageLogger } from '../stores/resilience/resilient.store.js';
 import {
   type RateLimitStore,
   type StoreErrorHandler,

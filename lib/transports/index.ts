@@ -1,8 +1,8 @@
-import { graphqlTransport } from './graphql.transport.js';
-import { httpTransport } from './http.transport.js';
-import { rpcTransport } from './rpc.transport.js';
+import { graphqlTransport } from './kinds/graphql.transport.js';
+import { httpTransport } from './kinds/http.transport.js';
+import { rpcTransport } from './kinds/rpc.transport.js';
 import { type Transport } from './transport.js';
-import { wsTransport } from './ws.transport.js';
+import { wsTransport } from './kinds/ws.transport.js';
 
 export { newRouteMemo, type Rejection, type RouteMemo, type Transport } from './transport.js';
 

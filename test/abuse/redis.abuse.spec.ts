@@ -22,11 +22,11 @@ import {
   BATCH_SCRIPT,
   DECISION_LIBRARY,
   DECISION_SCRIPTS,
-} from '../../lib/stores/redis/scripts.js';
+} from '../../lib/stores/redis/decisions/scripts.js';
 import { useRedis } from '../support/stores.js';
 import { nastySample } from './fixtures/nasty.js';
 import { stateKeys } from '../support/decision-ids.js';
-import { OVERRIDES_SCRIPT } from '../../lib/overrides/override-script.js';
+import { OVERRIDES_SCRIPT } from '../../lib/overrides/redis-override-source.js';
 
 // An hour: the fixed window's keys live to the end of a clock-aligned window, and a minute's
 // boundary falling during the run would expire the keys written before it.

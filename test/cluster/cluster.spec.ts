@@ -15,10 +15,10 @@ import {
   RedisStore,
 } from '../../lib/index.js';
 import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
-import { type NodeRedisClient } from '../../lib/stores/redis/node-redis.client.js';
+import { type NodeRedisClient } from '../../lib/stores/redis/clients/node-redis.client.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
-import { DECISION_LIBRARY } from '../../lib/stores/redis/scripts.js';
+import { DECISION_LIBRARY } from '../../lib/stores/redis/decisions/scripts.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/http/fixtures/app.js';
 import { storeContract } from '../contract/store/store.suite.js';
 import { CLIENT_KINDS } from '../support/clients.js';

@@ -9,7 +9,7 @@ import {
   RedisStore,
 } from '../../lib/index.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
+import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/decisions/scripts.js';
 import { type ClusterMaster } from '../support/redis-cluster.js';
 import { waitFor } from '../support/wait-for.js';
 import { useCluster } from '../support/stores.js';

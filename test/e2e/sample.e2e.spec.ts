@@ -4,7 +4,7 @@ import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RateLimitStore, RedisStore } from '../../lib/index.js';
-import { type NodeRedisClient } from '../../lib/stores/redis/node-redis.client.js';
+import { type NodeRedisClient } from '../../lib/stores/redis/clients/node-redis.client.js';
 import { AppModule } from '../../sample/app.module.js';
 import { startMetrics } from '../../sample/metrics.js';
 import { primaryOf, useRedis } from '../support/stores.js';

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { RateLimitService } from '../../lib/index.js';
-import { StoreNotConnectedError } from '../../lib/stores/redis/script-client.js';
+import { StoreNotConnectedError } from '../../lib/stores/redis/clients/script-client.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait-for.js';
 import { startDocumentedApp, type WiringName } from './fixtures/documented-apps.js';

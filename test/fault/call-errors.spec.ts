@@ -35,7 +35,7 @@ import {
   RateLimitService,
   RateLimitStore,
 } from '../../lib/index.js';
-import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { STORE_TARGETS } from '../support/stores.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { RedisStore } from '../../lib/index.js';
-import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { closeClient } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';

@@ -16,7 +16,7 @@ import {
   RateLimitService,
   type RedisConnection,
 } from '../../lib/index.js';
-import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
 import { type ClientKind, closeClient, openClient } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';

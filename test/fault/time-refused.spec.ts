@@ -14,8 +14,8 @@ import { RateLimitModule, RateLimitService, RedisStore } from '../../lib/index.j
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { CLOCK_DOCS } from '../../lib/stores/redis/caller-clock.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
-import { policyArg } from '../../lib/stores/redis/policy-args.js';
-import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/scripts.js';
+import { policyArg } from '../../lib/stores/redis/decisions/policy-args.js';
+import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../lib/stores/redis/decisions/scripts.js';
 import { CLIENT_KINDS, openClient } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { useCluster } from '../support/stores.js';

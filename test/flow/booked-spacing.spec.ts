@@ -77,7 +77,7 @@ describe.each(CLIENT_KINDS)('booked calls on %s, two instances', (client) => {
     const held = stateKeys(await redis().shared.keys(`${prefix}*`));
     expect(held).toHaveLength(1);
     const [stateKey] = held;
-    // The value begins with that time, before the bucket's record (see gcra.lua).
+    // The value begins with that time, before the bucket's record (see leaky-bucket.lua).
     const firstSlotMs = Number((await redis().shared.get(stateKey))!.split(' ')[0]) / 1000;
     const aheadBefore = await redisAheadAtMost();
 

@@ -26,7 +26,7 @@ import {
 } from '../../lib/index.js';
 import { type RateLimitHealthDetails } from '../../lib/health/rate-limit.health.js';
 import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
-import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { type ClientKind } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';

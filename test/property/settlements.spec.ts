@@ -18,7 +18,7 @@ import {
   type RateLimitStore,
   RedisStore,
 } from '../../lib/index.js';
-import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { toMicros } from '../../lib/stores/clock.js';
 import {

@@ -3,7 +3,7 @@
  * thread busy, slowing every later test: `glide-cleanup.ts` closes what a spec leaves behind.
  * Kept apart from `clients.ts` so that the cleanup loads no client library.
  */
-import { type ValkeyGlideClient } from '../../lib/stores/redis/glide.client.js';
+import { type ValkeyGlideClient } from '../../lib/stores/redis/clients/glide.client.js';
 
 const open = new Set<ValkeyGlideClient>();
 

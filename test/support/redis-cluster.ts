@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, type ClusterOptions, Redis } from 'ioredis';
-import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
+import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
 import {
   type ClientKind,
   closeClient as closeAnyClient,

@@ -9,8 +9,8 @@ import { Redis } from 'ioredis';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { createClient, SocketClosedUnexpectedlyError } from 'redis';
 import { RedisStore } from '../../lib/index.js';
-import { type RedisClient } from '../../lib/stores/redis/redis-client.js';
-import { type ValkeyGlideClient } from '../../lib/stores/redis/glide.client.js';
+import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
+import { type ValkeyGlideClient } from '../../lib/stores/redis/clients/glide.client.js';
 import { CLIENT_DEFAULTS } from '../../lib/module/store-factory.js';
 import {
   ConnectionLostError,
@@ -18,7 +18,7 @@ import {
   lostInFlight,
   ReconnectWaiters,
 } from '../../lib/stores/redis/lost-replies.js';
-import { scriptClientFor } from '../../lib/stores/redis/redis-client.js';
+import { scriptClientFor } from '../../lib/stores/redis/clients/redis-client.js';
 import { closeClient } from '../support/clients.js';
 import { freePort, startRedis, type TestRedis } from '../support/redis-server.js';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import { MemoryStore, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
-import { StoreTimeoutError } from '../../lib/stores/deadlines.js';
+import { StoreTimeoutError } from '../../lib/stores/resilience/deadlines.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { CircuitBreaker } from '../../lib/stores/circuit-breaker.js';
-import { Deadlines } from '../../lib/stores/deadlines.js';
-import { NodeHealthMap } from '../../lib/stores/node-health.js';
+import { CircuitBreaker } from '../../lib/stores/resilience/circuit-breaker.js';
+import { Deadlines } from '../../lib/stores/resilience/deadlines.js';
+import { NodeHealthMap } from '../../lib/stores/resilience/node-health.js';
 import { TestClock } from '../support/stores.js';
 
 const never = () => new Promise<never>(() => {});

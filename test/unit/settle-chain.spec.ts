@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { MemoryStore, type RateLimitDecision } from '../../lib/index.js';
-import { ResilientStore } from '../../lib/stores/resilient.store.js';
+import { ResilientStore } from '../../lib/stores/resilience/resilient.store.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { BlockCacheStore } from '../../lib/stores/block-cache.js';
 import { degradedDecision } from '../../lib/stores/decision.js';
-import { DegradedStore, fixedAnswer } from '../../lib/stores/degraded.store.js';
+import { DegradedStore, fixedAnswer } from '../../lib/stores/resilience/degraded.store.js';
 import { TestClock } from '../support/stores.js';
 
 const policy = resolvePolicy({ algorithm: 'fixed-window', period: '1m', threshold: 10 }, 'chain');

@@ -18,16 +18,16 @@ import {
 } from 'redis';
 import { ReplyError } from 'ioredis';
 import { MemoryStore, RateLimitConfigError, type RateLimitDecision } from '../../lib/index.js';
-import { BatchedDecisionError } from '../../lib/stores/redis/decision-batcher.js';
-import { ResilientStore } from '../../lib/stores/resilient.store.js';
+import { BatchedDecisionError } from '../../lib/stores/redis/decisions/decision-batcher.js';
+import { ResilientStore } from '../../lib/stores/resilience/resilient.store.js';
 import { StoreLateError } from '../../lib/stores/redis/answer-deadline.js';
-import { StoreNotConnectedError } from '../../lib/stores/redis/script-client.js';
-import { StoreTimeoutError } from '../../lib/stores/deadlines.js';
+import { StoreNotConnectedError } from '../../lib/stores/redis/clients/script-client.js';
+import { StoreTimeoutError } from '../../lib/stores/resilience/deadlines.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { OperationStore } from '../../lib/stores/operation-store.js';
 import { type StoreCall } from '../../lib/store-contract/store-call.js';
-import { isStoreFailure, StoreCallError } from '../../lib/stores/store-failure.js';
-import { serverError } from '../../lib/stores/redis/glide-replies.js';
+import { isStoreFailure, StoreCallError } from '../../lib/stores/resilience/store-failure.js';
+import { serverError } from '../../lib/stores/redis/clients/glide-replies.js';
 import '../support/glide-logger.js';
 
 /** A server's error reply as GLIDE rejects with it (`message`), and as the store reads it. */

@@ -1,6 +1,6 @@
 import { getHeapStatistics } from 'node:v8';
-import { Leases } from '../../algorithms/concurrency.js';
-import { ArrivalLog } from '../../algorithms/sliding-window.js';
+import { Leases } from '../../algorithms/kinds/concurrency.js';
+import { ArrivalLog } from '../../algorithms/kinds/sliding-window.js';
 
 /*
  * What a key costs the memory store's heap, estimated from its state's shape alone, so that it can

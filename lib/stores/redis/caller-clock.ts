@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { type ScriptClient } from './script-client.js';
+import { type ScriptClient } from './clients/script-client.js';
 
 /** What `decide.lua` answers, and does nothing, when the server refuses `TIME` inside scripts. */
 export const TIME_REFUSED = -2;

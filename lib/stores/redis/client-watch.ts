@@ -1,4 +1,4 @@
-import { type ScriptClient } from './script-client.js';
+import { type ScriptClient } from './clients/script-client.js';
 import { isError } from '../errors.js';
 
 // A client that gave up opening (a node-redis cluster none of whose root nodes answered) is

@@ -1,4 +1,4 @@
-import { type ScriptClient } from './script-client.js';
+import { type ScriptClient } from './clients/script-client.js';
 import { isError } from '../errors.js';
 
 /** A decision was in flight when its connection closed: Redis may have run it. */

@@ -1,5 +1,5 @@
-import { StoreTimeoutError } from '../deadlines.js';
-import { type ScriptClient } from './script-client.js';
+import { StoreTimeoutError } from '../resilience/deadlines.js';
+import { type ScriptClient } from './clients/script-client.js';
 
 /**
  * Sends PING through `client` and resolves with the round trip in ms; rejects when no reply

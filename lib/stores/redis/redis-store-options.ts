@@ -1,5 +1,5 @@
 import { type Clock } from '../../store-contract/store.interface.js';
-import { type RedisClient } from './redis-client.js';
+import { type RedisClient } from './clients/redis-client.js';
 
 /** What a `RedisStore` is built from (see `redis.store.ts`). */
 export interface RedisStoreOptions {

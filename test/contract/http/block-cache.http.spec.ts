@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { createApp, HTTP_ADAPTERS, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 import { TestClock, useRedis } from '../../support/stores.js';
-import { OVERRIDES_SCRIPT } from '../../../lib/overrides/override-script.js';
+import { OVERRIDES_SCRIPT } from '../../../lib/overrides/redis-override-source.js';
 
 /**
  * Counts the decisions a real client sends, one FCALL (or EVALSHA) each, whatever else shares the

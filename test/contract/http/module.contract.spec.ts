@@ -25,7 +25,7 @@ import {
   RateLimitStore,
   RedisStore,
 } from '../../../lib/index.js';
-import { type NodeRedisClient } from '../../../lib/stores/redis/node-redis.client.js';
+import { type NodeRedisClient } from '../../../lib/stores/redis/clients/node-redis.client.js';
 import { primaryOf, STORE_KINDS, TestClock, useRedis } from '../../support/stores.js';
 import {
   createApp,

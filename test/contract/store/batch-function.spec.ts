@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
-import { policyArg } from '../../../lib/stores/redis/policy-args.js';
-import { BATCH_SCRIPT, DECISION_LIBRARY } from '../../../lib/stores/redis/scripts.js';
+import { policyArg } from '../../../lib/stores/redis/decisions/policy-args.js';
+import { BATCH_SCRIPT, DECISION_LIBRARY } from '../../../lib/stores/redis/decisions/scripts.js';
 import { useRedis } from '../../support/stores.js';
 
 const POLICY = resolvePolicy({ algorithm: 'fixed-window', period: '1h', threshold: 3 }, 'bf');

@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { type Redis } from 'ioredis';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
-import { policyArg } from '../../../lib/stores/redis/policy-args.js';
-import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../../lib/stores/redis/scripts.js';
+import { policyArg } from '../../../lib/stores/redis/decisions/policy-args.js';
+import { DECISION_LIBRARY, DECISION_SCRIPTS } from '../../../lib/stores/redis/decisions/scripts.js';
 import { useRedis } from '../../support/stores.js';
 import { unitsIn } from '../../support/weighted-sets.js';
 

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { RedisStore } from '../../../lib/index.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
-import { DECISION_LIBRARY } from '../../../lib/stores/redis/scripts.js';
+import { DECISION_LIBRARY } from '../../../lib/stores/redis/decisions/scripts.js';
 import { CLIENT_KINDS } from '../../support/clients.js';
 import { useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { Decoder, GlideClient } from '@valkey/valkey-glide';
 import { RedisStore } from '../../../lib/index.js';
-import { StoreNotConnectedError } from '../../../lib/stores/redis/script-client.js';
+import { StoreNotConnectedError } from '../../../lib/stores/redis/clients/script-client.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { closeClient } from '../../support/clients.js';
 import { track } from '../../support/glide-clients.js';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { expect, it } from '@jest/globals';
 import { type Cluster, type Redis } from 'ioredis';
 import { MemoryStore, RedisStore, type RateLimitStore } from '../../../lib/index.js';
-import { type RedisClient } from '../../../lib/stores/redis/redis-client.js';
+import { type RedisClient } from '../../../lib/stores/redis/clients/redis-client.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { consumeOne, TestClock } from '../../support/stores.js';
 import { entriesOf, unitsIn } from '../../support/weighted-sets.js';

@@ -1,8 +1,8 @@
 import { CircuitBreaker } from './circuit-breaker.js';
-import { type HealthChange } from '../store-contract/health-change.js';
-import { type Limits } from '../store-contract/store-call.js';
-import { type StoreErrorPolicy } from '../store-contract/store.interface.js';
-import { isError } from './errors.js';
+import { type HealthChange } from '../../store-contract/health-change.js';
+import { type Limits } from '../../store-contract/store-call.js';
+import { type StoreErrorPolicy } from '../../store-contract/store.interface.js';
+import { isError } from '../errors.js';
 
 /** Where outage warnings go: the module passes its Nest `Logger`. */
 export interface OutageLogger {

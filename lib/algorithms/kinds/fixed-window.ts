@@ -1,5 +1,5 @@
-import { type AlgorithmTwin, ms, NEVER, type Params } from './algorithm.js';
-import { windowOf } from './windows.js';
+import { type AlgorithmTwin, ms, NEVER, type Params } from '../algorithm.js';
+import { windowOf } from '../windows.js';
 
 /**
  * The count, and the start (µs) of the window it was written in; for a calendar policy, also its

@@ -1,6 +1,6 @@
 import { StoreTimeoutError } from './deadlines.js';
 import { type NodeHealth, type NodeHealthMap } from './node-health.js';
-import { StoreLateError } from './redis/answer-deadline.js';
+import { StoreLateError } from '../redis/answer-deadline.js';
 
 /** What the check needs from the store it works for. */
 export interface LivenessTarget {

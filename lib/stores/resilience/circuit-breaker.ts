@@ -1,4 +1,4 @@
-import { type BreakerState } from '../store-contract/health-change.js';
+import { type BreakerState } from '../../store-contract/health-change.js';
 
 /**
  * Stops calling a failing store for a short, growing back-off, then lets one probe through.

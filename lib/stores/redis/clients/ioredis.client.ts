@@ -1,8 +1,8 @@
 import { type Socket } from 'node:net';
 import { type Cluster, type Redis } from 'ioredis';
 import { ioredisSubscription } from './ioredis.subscriber.js';
-import { keySlot } from './key-slot.js';
-import { ConnectionLostError } from './lost-replies.js';
+import { keySlot } from '../key-slot.js';
+import { ConnectionLostError } from '../lost-replies.js';
 import { alreadyLoaded, configRecord, isNoScript, type ScriptClient } from './script-client.js';
 
 // Shutdown must finish even if the socket never reports its end.

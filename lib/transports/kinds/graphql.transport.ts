@@ -1,15 +1,20 @@
 import { type ArgumentsHost } from '@nestjs/common';
-import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
+import { retryAfterSeconds, writeRateLimitHeaders } from '../http-headers.js';
 import {
   type HttpRequestLike,
   type HttpResponseLike,
   requestUser,
   setHeader,
-} from './http-request.js';
-import { addressTracker, credentialsWithoutUser, defaultTracker, userTracker } from './trackers.js';
-import { GraphQLRateLimitError } from '../rate-limit.exception.js';
-import { forwardedRequest } from './proxy-trust.js';
-import { finiteWait, onceEvent, throughInterceptor, type Transport } from './transport.js';
+} from '../http-request.js';
+import {
+  addressTracker,
+  credentialsWithoutUser,
+  defaultTracker,
+  userTracker,
+} from '../trackers.js';
+import { GraphQLRateLimitError } from '../../rate-limit.exception.js';
+import { forwardedRequest } from '../proxy-trust.js';
+import { finiteWait, onceEvent, throughInterceptor, type Transport } from '../transport.js';
 
 /** A response whose headers may already be out (Express `headersSent`, Fastify `sent`). */
 interface ResponseLike extends HttpResponseLike {

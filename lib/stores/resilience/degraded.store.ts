@@ -1,12 +1,12 @@
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { degradedDecision } from './decision.js';
-import { OperationStore } from './operation-store.js';
-import { execute, type StoreCall } from '../store-contract/store-call.js';
+import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
+import { degradedDecision } from '../decision.js';
+import { OperationStore } from '../operation-store.js';
+import { execute, type StoreCall } from '../../store-contract/store-call.js';
 import {
   type RateLimitDecision,
   type RateLimitStore,
   type StoreErrorPolicy,
-} from '../store-contract/store.interface.js';
+} from '../../store-contract/store.interface.js';
 
 /** A request turned away while nothing can decide it tells the client to come back after this long. */
 export const DENY_RETRY_MS = 1000;

@@ -5,7 +5,7 @@ import {
   ON_RELEASE,
   type Params,
   type Stored,
-} from './algorithm.js';
+} from '../algorithm.js';
 
 /** The units a lease's name carries: after its last colon, or one without any (`units_of`). */
 function unitsOf(member: string): number {

@@ -1,7 +1,10 @@
-import { algorithmOf } from '../algorithms/registry.js';
-import { leaseOf } from './decision.js';
-import { execute, type Limits, supports } from '../store-contract/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
+import { algorithmOf } from '../../algorithms/registry.js';
+import { leaseOf } from '../decision.js';
+import { execute, type Limits, supports } from '../../store-contract/store-call.js';
+import {
+  type RateLimitDecision,
+  type RateLimitStore,
+} from '../../store-contract/store.interface.js';
 
 const ignore = () => {};
 

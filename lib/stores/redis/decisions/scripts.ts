@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { REGISTRY } from '../../algorithms/registry.js';
-import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
+import { REGISTRY } from '../../../algorithms/registry.js';
+import { type ResolvedPolicy } from '../../../policy/rate-limit.policy.js';
 
 /** One decision script: a name for logs and errors, its text, and the SHA1 it runs by. */
 export interface DecisionScript {
@@ -26,7 +26,10 @@ export interface DecisionLibrary {
 }
 
 const source = (name: string) =>
-  readFileSync(new URL(`../../algorithms/${name}.lua`, import.meta.url), 'utf8');
+  readFileSync(new URL(`../../../algorithms/${name}.lua`, import.meta.url), 'utf8');
+
+/** An algorithm's own script, beside its twin in `algorithms/kinds/`. */
+const algorithmSource = (name: string) => source(`kinds/${name}`);
 
 // Prefixed so the commands cannot clash with a user's own `defineCommand`.
 const COMMAND_PREFIX = 'rateLimitDecide';
@@ -38,7 +41,7 @@ const COMMAND_PREFIX = 'rateLimitDecide';
 const body = (algorithms: readonly string[]) =>
   [
     source('prelude'),
-    ...algorithms.map(source),
+    ...algorithms.map(algorithmSource),
     source('once'),
     source('ledger'),
     source('decide'),

@@ -1,4 +1,8 @@
-import { FunctionsUnsupportedError, type ScriptArgs, type ScriptClient } from './script-client.js';
+import {
+  FunctionsUnsupportedError,
+  type ScriptArgs,
+  type ScriptClient,
+} from '../clients/script-client.js';
 import { DECISION_LIBRARY, type DecisionScript } from './scripts.js';
 
 // After a load that failed for a passing reason (the connection dropped), the next attempt waits

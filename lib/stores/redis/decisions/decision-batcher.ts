@@ -1,6 +1,6 @@
 import { decisionIdKey } from './decision-id.js';
 import { type DecisionRunner } from './decision-runner.js';
-import { keySlot } from './key-slot.js';
+import { keySlot } from '../key-slot.js';
 import { BATCH_SCRIPT, DECISION_LIBRARY, type DecisionScript } from './scripts.js';
 
 /** One decision of a batch failed in Redis (the others were decided): the server's message. */

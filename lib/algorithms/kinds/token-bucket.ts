@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from './algorithm.js';
+import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from '../algorithm.js';
 
 /**
  * The state of `token-bucket.lua`, whose hash holds the same (its times in the record as

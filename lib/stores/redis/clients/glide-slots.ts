@@ -1,4 +1,4 @@
-import { CLUSTER_SLOTS, keySlot } from './key-slot.js';
+import { CLUSTER_SLOTS, keySlot } from '../key-slot.js';
 
 // A map in use is read again this often, so that it follows failovers and resharding.
 const REFRESH_AFTER_MS = 5000;

@@ -1,5 +1,5 @@
 import { type ArgumentsHost, ServiceUnavailableException } from '@nestjs/common';
-import { retryAfterSeconds, writeRateLimitHeaders } from './http-headers.js';
+import { retryAfterSeconds, writeRateLimitHeaders } from '../http-headers.js';
 import {
   type HttpRequestLike,
   type HttpResponseLike,
@@ -7,11 +7,11 @@ import {
   routeMethod,
   routePattern,
   setHeader,
-} from './http-request.js';
-import { credentialsWithoutUser, defaultTracker } from './trackers.js';
-import { forwardedRequest } from './proxy-trust.js';
-import { RateLimitException } from '../rate-limit.exception.js';
-import { onceEvent, type Rejection, type Transport } from './transport.js';
+} from '../http-request.js';
+import { credentialsWithoutUser, defaultTracker } from '../trackers.js';
+import { forwardedRequest } from '../proxy-trust.js';
+import { RateLimitException } from '../../rate-limit.exception.js';
+import { onceEvent, type Rejection, type Transport } from '../transport.js';
 
 // Express and Fastify both hand guards (request, response, next) as the context's arguments.
 const request = (context: ArgumentsHost) => context.getArgByIndex<HttpRequestLike>(0);

@@ -1,4 +1,4 @@
-import { keySlot } from './key-slot.js';
+import { keySlot } from '../key-slot.js';
 import { type NodeRedisSubscriber, nodeRedisSubscription } from './node-redis.subscriber.js';
 import {
   alreadyLoaded,

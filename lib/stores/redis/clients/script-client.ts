@@ -1,5 +1,5 @@
 import { type ChannelSubscription, type SubscriptionHandlers } from './channel-subscription.js';
-import { type DecisionScript } from './scripts.js';
+import { type DecisionScript } from '../decisions/scripts.js';
 
 /** Script arguments as the store builds them. */
 export type ScriptArgs = readonly string[];

@@ -1,5 +1,5 @@
-import { RateLimitConfigError } from '../policy/validation.js';
-import { isError } from './errors.js';
+import { RateLimitConfigError } from '../../policy/validation.js';
+import { isError } from '../errors.js';
 
 /**
  * A store call failed in this process, before it was sent or once its reply had come: its

@@ -1,4 +1,4 @@
-import { type AlgorithmTwin, ms, NEVER } from './algorithm.js';
+import { type AlgorithmTwin, ms, NEVER } from '../algorithm.js';
 
 /**
  * The twin of the sorted set: one entry per allowed decision, oldest first from `head`, each with

@@ -1,7 +1,7 @@
 import { Deadlines } from './deadlines.js';
 import { LivenessCheck, notAnsweredInTime } from './liveness-check.js';
 import { answerFor, answerWithout, DENY_RETRY_MS } from './degraded.store.js';
-import { ForwardingStore } from './forwarding-store.js';
+import { ForwardingStore } from '../forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
 import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
@@ -11,15 +11,15 @@ import {
   type StoreCall,
   type StoreOperation,
   supports,
-} from '../store-contract/store-call.js';
+} from '../../store-contract/store-call.js';
 import {
   type RateLimitDecision,
   type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
-} from '../store-contract/store.interface.js';
-import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
-import { isError } from './errors.js';
+} from '../../store-contract/store.interface.js';
+import { NO_TELEMETRY, type RateLimitTelemetry } from '../../telemetry/rate-limit-telemetry.js';
+import { isError } from '../errors.js';
 import { isStoreFailure } from './store-failure.js';
 
 export type { OutageLogger } from './node-health.js';

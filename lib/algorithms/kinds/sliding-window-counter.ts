@@ -1,5 +1,5 @@
-import { type AlgorithmTwin, ms, NEVER, type Params, us } from './algorithm.js';
-import { type Window, windowOf } from './windows.js';
+import { type AlgorithmTwin, ms, NEVER, type Params, us } from '../algorithm.js';
+import { type Window, windowOf } from '../windows.js';
 
 /**
  * The hash `{ w, c, p, t }`: the start (µs) of the window written in, its count, the count of the

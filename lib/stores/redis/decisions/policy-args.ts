@@ -1,5 +1,5 @@
-import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
-import { monotonicClock, toMicros } from '../clock.js';
+import { type ResolvedPolicy } from '../../../policy/rate-limit.policy.js';
+import { monotonicClock, toMicros } from '../../clock.js';
 
 const wallClockUs = () => toMicros(monotonicClock());
 

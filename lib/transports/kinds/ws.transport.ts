@@ -1,8 +1,8 @@
 import { type ArgumentsHost } from '@nestjs/common';
-import { addressTracker, userTracker } from './trackers.js';
+import { addressTracker, userTracker } from '../trackers.js';
 import { optionalExport, whenLoaded } from './optional-export.js';
-import { rejectionPayload } from './error-payload.js';
-import { onceEvent, throughInterceptor, type Transport } from './transport.js';
+import { rejectionPayload } from '../error-payload.js';
+import { onceEvent, throughInterceptor, type Transport } from '../transport.js';
 
 /** The parts of a Socket.IO socket (or a `ws` WebSocket) the guard reads. */
 interface WsClientLike {

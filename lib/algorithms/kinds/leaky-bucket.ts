@@ -1,12 +1,13 @@
-import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from './algorithm.js';
+import { type AlgorithmTwin, MAX_DEBT_US, ms, NEVER, type Params, us } from '../algorithm.js';
 
 const interval = (p: Params) => Math.ceil(p.periodUs / p.limit);
 
 /**
- * The record of `gcra.lua`, whose value `"<tat> <tat - at> <tat - since> <low> <tat - given>"`
- * holds the same: the theoretical arrival time, when it was last written, when the bucket was
- * last empty, the least it has held since then (µs of draining), and when it was last given
- * something back (`since - 1` if not since). The record bounds a late give-back.
+ * The record of `leaky-bucket.lua` (GCRA), whose value
+ * `"<tat> <tat - at> <tat - since> <low> <tat - given>"` holds the same: the theoretical arrival
+ * time, when it was last written, when the bucket was last empty, the least it has held since
+ * then (µs of draining), and when it was last given something back (`since - 1` if not since).
+ * The record bounds a late give-back.
  */
 export interface Arrival {
   tat: number;
@@ -34,8 +35,8 @@ function written(stored: Arrival | undefined, now: number, tat: number, newTat: 
   };
 }
 
-/** Twin of `gcra.lua`. All arithmetic is integer. */
-export const gcra: AlgorithmTwin<Arrival, number> = {
+/** Twin of `leaky-bucket.lua`. All arithmetic is integer. */
+export const leakyBucket: AlgorithmTwin<Arrival, number> = {
   check(stored, now, p, aheadUs) {
     const tat = tatAt(stored, now);
     if (p.cost > p.burst) return { allowed: false, retryAfterUs: NEVER, work: tat };
@@ -54,11 +55,14 @@ export const gcra: AlgorithmTwin<Arrival, number> = {
   },
 
   commit(stored, now, p, tat) {
-    return { ...written(stored, now, tat, tat + p.cost * interval(p)), ...gcra.after(now, p, tat) };
+    return {
+      ...written(stored, now, tat, tat + p.cost * interval(p)),
+      ...leakyBucket.after(now, p, tat),
+    };
   },
 
   // Moves the arrival time back no further than it would be had the request never been made: see
-  // `refund` in `gcra.lua`.
+  // `refund` in `leaky-bucket.lua`.
   refund(stored, now, p, atUs) {
     const tat = tatAt(stored, now);
     let low = tat - now;
