@@ -1,17 +1,17 @@
 import { configError } from '../../policy/validation.js';
 import { encodeCall, type EncodedCall, keysOf, opArg } from '../call-encoding.js';
-import { monotonicClock, toMicros } from '../clock.js';
 import { decisionFromReply } from '../decision.js';
 import { giveBackLate } from '../resilience/late-replies.js';
 import { OperationStore } from '../operation-store.js';
 import { type Limits, type StoreCall } from '../../store-contract/store-call.js';
-import { type Clock, type RateLimitDecision } from '../../store-contract/store.interface.js';
+import { type RateLimitDecision } from '../../store-contract/store.interface.js';
 import { type RedisClient, scriptClientFor } from './clients/redis-client.js';
 import { type EvictionSetting, type RedisStoreOptions } from './redis-store-options.js';
 import { answeredWithin, pingWithin } from './ping.js';
 import { type ScriptClient, StoreNotConnectedError } from './clients/script-client.js';
-import { AnswerDeadline, StoreLateError } from './answer-deadline.js';
-import { CallerClock, TIME_REFUSED } from './caller-clock.js';
+import { StoreLateError } from './answer-deadline.js';
+import { TIME_REFUSED } from './caller-clock.js';
+import { RedisTime } from './redis-time.js';
 import { ClientWatch } from './client-watch.js';
 import { DecisionBatcher } from './decisions/decision-batcher.js';
 import { DecisionRunner } from './decisions/decision-runner.js';
@@ -21,10 +21,6 @@ import { DECISION_SCRIPTS, scriptFor } from './decisions/scripts.js';
 import { callsOwnError } from '../resilience/store-failure.js';
 
 export type { EvictionSetting, RedisStoreOptions } from './redis-store-options.js';
-
-// Redis expires keys in real time; under a simulated clock, pad TTLs by this much so a key cannot
-// vanish while the simulated time says it still matters.
-const SIMULATED_CLOCK_TTL_SLACK_MS = 600_000;
 
 // A peek over no keys: it records nothing, and answers with Redis's time.
 const WARM_UP_OP = opArg(
@@ -63,11 +59,9 @@ export class RedisStore extends OperationStore {
   private readonly runner: DecisionRunner;
   private readonly batcher: DecisionBatcher;
   private readonly ownsClient: boolean;
-  private readonly clock: Clock | undefined;
-  private deadline: AnswerDeadline | undefined;
+  private readonly time: RedisTime;
   private readonly reconnected: ReconnectWaiters;
   private readonly watch: ClientWatch;
-  private readonly callerClock: CallerClock;
 
   constructor(options: RedisStoreOptions) {
     super();
@@ -87,13 +81,8 @@ export class RedisStore extends OperationStore {
     this.batcher = new DecisionBatcher(this.runner, batchSize, scripts.nodeOf !== undefined);
     this.reconnected = new ReconnectWaiters(scripts);
     this.watch = new ClientWatch(scripts);
-    this.callerClock = new CallerClock(scripts);
     this.ownsClient = options.ownsClient ?? false;
-    this.clock = options.clock;
-    // A simulated clock has no relation to the time at which Redis runs the script.
-    if (options.answerWithinMs !== undefined && options.clock === undefined) {
-      this.deadline = new AnswerDeadline(options.answerWithinMs);
-    }
+    this.time = new RedisTime(scripts, options.clock, options.answerWithinMs);
   }
 
   /**
@@ -101,9 +90,7 @@ export class RedisStore extends OperationStore {
    * store it is handed, as for the stores it builds.
    */
   answerWithinByDefault(ms: number): void {
-    if (this.deadline === undefined && this.clock === undefined) {
-      this.deadline = new AnswerDeadline(ms);
-    }
+    this.time.answerWithinByDefault(ms);
   }
 
   /** `'ioredis'`, `'iovalkey'`, `'node-redis'` or `'valkey-glide'`. */
@@ -165,8 +152,8 @@ export class RedisStore extends OperationStore {
         this.runner.run(script, [], [WARM_UP_OP, '']).then(
           (reply) =>
             (reply as number[])[0] === TIME_REFUSED
-              ? this.callerClock.adopt()
-              : this.deadline?.observe((reply as number[])[1]),
+              ? this.time.callerClock.adopt()
+              : this.time.observe((reply as number[])[1]),
           // The first decision's reply teaches the same.
           () => {},
         ),
@@ -270,7 +257,8 @@ export class RedisStore extends OperationStore {
       if (!correction || !(await this.reconnected.ready(until))) throw this.notConnected;
     }
     // Only where Redis refuses TIME in scripts: its clock is read once per connection.
-    if (this.callerClock.inUse) await this.callerClock.fresh();
+    const { callerClock } = this.time;
+    if (callerClock.inUse) await callerClock.fresh();
     const { keys, policies } = limits;
     const n = keys.length;
     const sentAt = performance.now();
@@ -281,7 +269,7 @@ export class RedisStore extends OperationStore {
     const job = this.batcher.job(scriptFor(policies), allKeys, args, encoded.applies && n > 0);
     // A copy is sent only while its caller still waits; a correction has no caller.
     const untilMs =
-      sentAt + ((correction ? undefined : this.deadline?.timeoutMs) ?? RESEND_WITHOUT_DEADLINE_MS);
+      sentAt + ((correction ? undefined : this.time.timeoutMs) ?? RESEND_WITHOUT_DEADLINE_MS);
     const run = () => this.batcher.send(job);
     const send = () => sendResending(run, this.reconnected, untilMs) as Promise<number[]>;
     let reply: number[];
@@ -289,13 +277,13 @@ export class RedisStore extends OperationStore {
       reply = await send();
       if (reply[0] === TIME_REFUSED) {
         // Nothing was applied: the same decision goes again, carrying the time itself.
-        await this.callerClock.adopt();
-        args[1] = this.clockArg(sentAt, correction);
+        await callerClock.adopt();
+        args[1] = this.time.arg(sentAt, correction);
         reply = await send();
       }
     } catch (error) {
       // The fallback answers it; if Redis ran it meanwhile, that is given back once it can tell.
-      const deadlineSent = !correction && this.deadline !== undefined && /\d$/.test(args[1]);
+      const deadlineSent = !correction && this.time.hasDeadline && /\d$/.test(args[1]);
       if (deadlineSent && (encoded.op === 'c' || encoded.op === 'w')) {
         const giveBack = (r: number[]) =>
           giveBackLate(this, limits, decisionFromReply(r, policies));
@@ -304,17 +292,17 @@ export class RedisStore extends OperationStore {
       throw error;
     }
     if (reply[0] === -1) {
-      this.deadline?.observe(reply[1]);
+      this.time.observe(reply[1]);
       throw new StoreLateError();
     }
     // After the policies' answers: the time, then the lease id if one was taken.
     const at = 1 + 4 * n;
     try {
-      this.deadline?.observe(reply[at]);
+      this.time.observe(reply[at]);
       return decisionFromReply(
         reply,
         policies,
-        encoded.op === 'w' ? this.clockOffsetUs() : undefined,
+        encoded.op === 'w' ? this.time.offsetUs() : undefined,
       );
     } catch (error) {
       throw callsOwnError(error, "read Redis's reply");
@@ -335,9 +323,9 @@ export class RedisStore extends OperationStore {
       const costs = encoded.costs ?? callCosts;
       const args = new Array<string>(2 + policies.length);
       args[0] = opArg(encoded);
-      args[1] = this.clockArg(sentAt, correction);
+      args[1] = this.time.arg(sentAt, correction);
       for (let i = 0; i < policies.length; i++) {
-        args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs, this.redisNowUs);
+        args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs, this.time.nowUs);
       }
       return args;
     } catch (error) {
@@ -347,42 +335,6 @@ export class RedisStore extends OperationStore {
 
   private get notConnected(): StoreNotConnectedError {
     return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
-  }
-
-  /**
-   * The best estimate of Redis's clock, in µs, for the windows of calendar policies (see
-   * `policyArg`): the simulated clock, else the one decisions carry where Redis refuses TIME,
-   * else this machine's corrected by the offset Redis's replies showed, else this machine's. The
-   * script picks the window that holds its own now among three around this estimate.
-   */
-  private readonly redisNowUs = (): number => {
-    if (this.clock !== undefined) return toMicros(this.clock());
-    if (this.callerClock.inUse) return this.callerClock.nowUs();
-    return this.deadline?.redisNowUs() ?? toMicros(monotonicClock());
-  };
-
-  /**
-   * Redis's clock minus this process's monotonic clock, in µs, as far as the replies tell (early
-   * by up to their quickest way back, never late); undefined before any reply has told it, and on
-   * a simulated clock, which runs apart from this process's.
-   */
-  private clockOffsetUs(): number | undefined {
-    if (this.clock !== undefined) return undefined;
-    const redisNowUs = this.callerClock.inUse
-      ? this.callerClock.nowUs()
-      : this.deadline?.redisNowUs();
-    return redisNowUs === undefined ? undefined : redisNowUs - toMicros(monotonicClock());
-  }
-
-  /** The clock argument (see `decide.lua`) of a decision whose caller waits since `sentAt`. */
-  private clockArg(sentAt: number, correction?: true): string {
-    if (this.clock !== undefined) {
-      return `t${toMicros(this.clock())}:${SIMULATED_CLOCK_TTL_SLACK_MS}`;
-    }
-    if (this.callerClock.inUse) {
-      return this.callerClock.arg(sentAt, correction ? undefined : this.deadline?.timeoutMs);
-    }
-    return correction ? '' : (this.deadline?.forNow() ?? '');
   }
 
   /** Closes the client if the store owns or connected it, resolving once it has ended. */
