@@ -17,7 +17,7 @@ import { MemoryStore, RedisStore } from '../../lib/index.js';
 import { type RedisClient } from '../../lib/stores/redis/clients/redis-client.js';
 import { ResilientStore } from '../../lib/stores/resilience/resilient.store.js';
 import { type ResolvedPolicy, resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
-import { isMovingSlot } from '../../lib/stores/resilience/moving-slot.js';
+import { isMovingSlot } from '../../lib/stores/redis/moving-slot.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { CLIENT_KINDS, type ClientKind } from '../support/clients.js';
 import { type ClusterMaster, type TestCluster } from '../support/redis-cluster.js';

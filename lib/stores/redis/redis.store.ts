@@ -18,7 +18,8 @@ import { DecisionRunner } from './decisions/decision-runner.js';
 import { giveBackIfRun, ReconnectWaiters, sendResending } from './lost-replies.js';
 import { policyArg } from './decisions/policy-args.js';
 import { DECISION_SCRIPTS, scriptFor } from './decisions/scripts.js';
-import { callsOwnError } from '../resilience/store-failure.js';
+import { callsOwnError, failsThisDecisionOnly } from '../resilience/store-failure.js';
+import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 
 export type { EvictionSetting, RedisStoreOptions } from './redis-store-options.js';
 
@@ -271,7 +272,11 @@ export class RedisStore extends OperationStore {
     const untilMs =
       sentAt + ((correction ? undefined : this.time.timeoutMs) ?? RESEND_WITHOUT_DEADLINE_MS);
     const run = () => this.batcher.send(job);
-    const send = () => sendResending(run, this.reconnected, untilMs) as Promise<number[]>;
+    const resend = () => sendResending(run, this.reconnected, untilMs) as Promise<number[]>;
+    // Only a cluster refuses a decision because its slot is moving: it is tried again meanwhile.
+    const send = this.isCluster
+      ? () => resend().catch((error: unknown) => retryWhileSlotMoves(error, untilMs, resend))
+      : resend;
     let reply: number[];
     try {
       reply = await send();
@@ -289,7 +294,8 @@ export class RedisStore extends OperationStore {
           giveBackLate(this, limits, decisionFromReply(r, policies));
         giveBackIfRun(error, run, this.reconnected, untilMs, giveBack);
       }
-      throw error;
+      // The slot still moving when its caller stops waiting: the decision's trouble, not its server's.
+      throw isMovingSlot(error) ? failsThisDecisionOnly(error) : error;
     }
     if (reply[0] === -1) {
       this.time.observe(reply[1]);

@@ -1,9 +1,9 @@
 import { type Deadlines } from './deadlines.js';
-import { isMovingSlot } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap } from './node-health.js';
 import { execute, supports } from '../../store-contract/store-call.js';
 import { type RateLimitStore } from '../../store-contract/store.interface.js';
 import { isError } from '../errors.js';
+import { isThisDecisionOnly } from './store-failure.js';
 
 /** What asking the primary store's one server met, for a health report. */
 export interface ServerAnswer {
@@ -105,7 +105,7 @@ export class OutageProbe {
       await deadlines.race(execute(primary, { op: 'peek', limits }));
       health.succeeded(node, sent, performance.now());
     } catch (error) {
-      health.failed(node, sent, performance.now(), error, isMovingSlot(error));
+      health.failed(node, sent, performance.now(), error, isThisDecisionOnly(error));
     }
   }
 }

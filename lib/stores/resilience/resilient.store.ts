@@ -3,7 +3,6 @@ import { LivenessCheck, notAnsweredInTime } from './liveness-check.js';
 import { answerFor, answerWithout, DENY_RETRY_MS } from './degraded.store.js';
 import { ForwardingStore } from '../forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
-import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
 import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
 import { nodeOf, OutageProbe, type ServerAnswer } from './outage-probe.js';
 import {
@@ -20,7 +19,7 @@ import {
 } from '../../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../../telemetry/rate-limit-telemetry.js';
 import { isError } from '../errors.js';
-import { isStoreFailure } from './store-failure.js';
+import { isStoreFailure, isThisDecisionOnly } from './store-failure.js';
 
 export type { OutageLogger } from './node-health.js';
 export type { ServerAnswer } from './outage-probe.js';
@@ -145,15 +144,7 @@ export class ResilientStore extends ForwardingStore {
     const sent = ++this.sent;
     let decision: RateLimitDecision;
     try {
-      let pending = execute(primary, call);
-      // Only a cluster node can answer that a slot is moving.
-      if (node.name !== '') {
-        const deadline = now + this.options.timeoutMs;
-        pending = pending.catch((error: unknown) =>
-          retryWhileSlotMoves(error, deadline, () => execute(primary, call)),
-        );
-      }
-      decision = await this.deadlines.race(pending, this.lateReplyHandler(call));
+      decision = await this.deadlines.race(execute(primary, call), this.lateReplyHandler(call));
     } catch (error) {
       const failedAt = performance.now();
       this.telemetry.storeCall(call.op, false, now, failedAt);
@@ -168,7 +159,7 @@ export class ResilientStore extends ForwardingStore {
       if (notAnsweredInTime(error) && node.name !== '' && node.answeredUpTo <= sent) {
         this.liveness.failedUnlessAlive(node, sent, error);
       } else {
-        this.health.failed(node, sent, failedAt, error, isMovingSlot(error));
+        this.health.failed(node, sent, failedAt, error, isThisDecisionOnly(error));
       }
       return this.answer(node, call);
     }

@@ -32,6 +32,24 @@ export function callsOwnError(error: unknown, doing: string): Error {
 // decision of a batch carries its Lua error as Lua wrote it, without one too.
 const CALLS_OWN_REPLY = /^(?:WRONGTYPE |CROSSSLOT |(?:ERR )?user_(?:function|script):\d+: )/;
 
+// Errors a store has said are its decision's trouble alone, its server being alive.
+const DECISION_ONLY = new WeakSet<object>();
+
+/**
+ * Marks `error` as the trouble of the one decision that met it, its server being alive (a Redis
+ * Cluster slot half-way through a migration, say): the decision is still answered as
+ * `onStoreError` says, but its server counts as healthy, and no breaker opens. Returns `error`.
+ */
+export function failsThisDecisionOnly<E>(error: E): E {
+  if (typeof error === 'object' && error !== null) DECISION_ONLY.add(error);
+  return error;
+}
+
+/** Whether a store marked `error` with {@link failsThisDecisionOnly}. */
+export function isThisDecisionOnly(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && DECISION_ONLY.has(error);
+}
+
 /**
  * Whether a store call's error means that the store cannot serve, and so counts against its
  * server: it opens the circuit breaker, starts an outage and its warning, and `onStoreError`
