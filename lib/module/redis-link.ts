@@ -1,4 +1,4 @@
-import { type BootstrapLogger, warnIfEvicting } from '../stores/eviction-warning.js';
+import { type BootstrapLogger, warnIfEvicting } from '../stores/redis/eviction-warning.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
 import { StoreNotConnectedError } from '../stores/redis/clients/script-client.js';
 import { type ResilientStore } from '../stores/resilience/resilient.store.js';

@@ -5,7 +5,7 @@ import {
 } from '../options/rate-limit.options.js';
 import { configError } from '../policy/validation.js';
 import { BlockCacheStore } from '../stores/block-cache.js';
-import { type BootstrapLogger } from '../stores/eviction-warning.js';
+import { type BootstrapLogger } from '../stores/redis/eviction-warning.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from '../stores/redis/clients/redis-client.js';

@@ -1,6 +1,6 @@
-import { type EvictionSetting, type RedisStore } from './redis/redis.store.js';
-import { type OutageLogger } from './resilience/resilient.store.js';
-import { isError } from './errors.js';
+import { type EvictionSetting, type RedisStore } from './redis.store.js';
+import { type OutageLogger } from '../resilience/resilient.store.js';
+import { isError } from '../errors.js';
 
 /** The module's logger at bootstrap: Nest's `Logger`, whose `debug` says what could not be checked. */
 export interface BootstrapLogger extends OutageLogger {
