@@ -88,13 +88,7 @@ export function createStore(
     });
   // Outermost, so a flooding key costs neither a store call nor a deadline.
   const cached = (guarded: ResilientStore): RateLimitStore =>
-    options.blockCache
-      ? new BlockCacheStore(guarded, {
-          clock,
-          onStoreFailure: (call) => guarded.degrade(call),
-          telemetry,
-        })
-      : guarded;
+    options.blockCache ? new BlockCacheStore(guarded, { clock, telemetry }) : guarded;
   const handle = (
     kind: string,
     active: RateLimitStore,

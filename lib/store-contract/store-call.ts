@@ -44,6 +44,14 @@ export interface StoreCall {
    * deadline, so Redis applies it whenever it arrives, however late a slow network makes it.
    */
   readonly correction?: true;
+  /**
+   * Set on a call that waited on another call to the same keys, which the store failed (the block
+   * cache lets one call of a flooding key ask while the others wait for its answer): the store
+   * chain's resilient store answers it as `onStoreError` says at once, without asking the store
+   * again, so that none of them waits for a failing store twice. Any other store decides it as
+   * usual.
+   */
+  readonly failedMeanwhile?: true;
 }
 
 /**

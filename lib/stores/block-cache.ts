@@ -22,14 +22,9 @@ interface HotKey {
   waiters: Array<(storeFailed: boolean) => void>;
 }
 
-/** Answers a request without the store, as the store-error policy says. */
-export type FailureAnswer = (call: StoreCall) => Promise<RateLimitDecision>;
-
 export interface BlockCacheOptions {
   clock?: Clock;
   maxSize?: number;
-  /** Answers requests that waited on a call the store failed, so none waits for it twice. */
-  onStoreFailure?: FailureAnswer;
   /** Told of each request answered from a block. */
   telemetry?: RateLimitTelemetry;
 }
@@ -63,14 +58,12 @@ export class BlockCacheStore extends ForwardingStore {
   private readonly hot = new Map<string, HotKey>();
   private readonly clock: Clock;
   private readonly maxSize: number;
-  private readonly onStoreFailure: FailureAnswer | undefined;
   private readonly telemetry: RateLimitTelemetry;
 
   constructor(inner: RateLimitStore, options: BlockCacheOptions = {}) {
     super(inner);
     this.clock = options.clock ?? monotonicClock;
     this.maxSize = options.maxSize ?? DEFAULT_BLOCK_CACHE_SIZE;
-    this.onStoreFailure = options.onStoreFailure;
     this.telemetry = options.telemetry ?? NO_TELEMETRY;
   }
 
@@ -119,7 +112,9 @@ export class BlockCacheStore extends ForwardingStore {
       if (this.hot.get(id) !== hot) return this.consumeCached(call);
       if (hot.inFlight < hot.permits) return this.ask(id, hot, call);
       const storeFailed = await new Promise<boolean>((resolve) => hot.waiters.push(resolve));
-      if (storeFailed && this.onStoreFailure !== undefined) return this.onStoreFailure(call);
+      // The store failed the call this one waited on: marked, so that the resilient store below
+      // answers it as `onStoreError` says without asking the store again.
+      if (storeFailed) return execute(this.inner, { ...call, failedMeanwhile: true });
     }
   }
 

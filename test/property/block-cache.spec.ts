@@ -11,6 +11,8 @@ import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { type RateLimitDecision, type RateLimitStore, RedisStore } from '../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { BlockCacheStore } from '../../lib/stores/block-cache.js';
+import { OperationStore } from '../../lib/stores/operation-store.js';
+import { type StoreCall } from '../../lib/store-contract/store-call.js';
 import { useRedis } from '../support/stores.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
@@ -219,22 +221,23 @@ describe('block cache: the same decisions as the store alone', () => {
       ],
     };
     // The store answers a rejection, then fails (as ResilientStore reports a timeout: degraded).
+    // Like the resilient store the module puts below the cache, it answers a call marked as
+    // having waited on a failed one by the store-error policy, without asking again.
     let release: (d: RateLimitDecision) => void = () => {};
     let calls = 0;
-    const scripted: RateLimitStore = {
-      consume: () =>
-        calls++ === 0
-          ? Promise.resolve(rejected)
-          : new Promise<RateLimitDecision>((resolve) => (release = resolve)),
-    };
     let failureAnswers = 0;
-    const cached = new BlockCacheStore(scripted, {
-      clock: () => ms,
-      onStoreFailure: async () => {
-        failureAnswers++;
-        return { ...rejected, degraded: 'deny' };
-      },
-    });
+    class Scripted extends OperationStore {
+      execute(call: StoreCall): Promise<RateLimitDecision> {
+        if (call.failedMeanwhile === true) {
+          failureAnswers++;
+          return Promise.resolve({ ...rejected, degraded: 'deny' });
+        }
+        return calls++ === 0
+          ? Promise.resolve(rejected)
+          : new Promise<RateLimitDecision>((resolve) => (release = resolve));
+      }
+    }
+    const cached = new BlockCacheStore(new Scripted(), { clock: () => ms });
     const key = [`failing:{${randomUUID()}}`];
     expect((await cached.consume(key, [policy], [1])).allowed).toBe(false);
 

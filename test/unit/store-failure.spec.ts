@@ -26,7 +26,11 @@ import { StoreTimeoutError } from '../../lib/stores/resilience/deadlines.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { OperationStore } from '../../lib/stores/operation-store.js';
 import { type StoreCall } from '../../lib/store-contract/store-call.js';
-import { isStoreFailure, StoreCallError } from '../../lib/stores/resilience/store-failure.js';
+import {
+  failsThisDecisionOnly,
+  isStoreFailure,
+  StoreCallError,
+} from '../../lib/stores/resilience/store-failure.js';
 import { serverError } from '../../lib/stores/redis/clients/glide-replies.js';
 import '../support/glide-logger.js';
 
@@ -198,6 +202,37 @@ describe("the resilience layer and a call's own errors", () => {
     expect(decision.degraded).toBeUndefined();
     expect(server.breaker.state).toBe('closed');
     expect(told).toHaveLength(3);
+  });
+});
+
+describe('the resilience layer and what the stores tell it', () => {
+  it('answers a call that waited on a failed one by onStoreError, asking the store no more', async () => {
+    let asked = 0;
+    const { store, told, fallbackAnswers } = resilient(() => {
+      asked++;
+      return asked === 1 ? reset() : undefined;
+    });
+    // The call the others waited on fails: onStoreError is asked, and answers 'memory'.
+    expect((await store.consume(['k'], [POLICY], [1])).degraded).toBe('memory');
+    const limits = { keys: ['k'], policies: [POLICY], costs: [1] };
+    const waited = await store.execute({ op: 'consume', limits, failedMeanwhile: true });
+    expect(waited.degraded).toBe('memory');
+    expect(asked).toBe(1);
+    expect(told).toHaveLength(1);
+    expect(fallbackAnswers()).toBe(2);
+  });
+
+  it("answers a failure a store marks as its decision's alone by onStoreError, keeping the server healthy", async () => {
+    const moving = () =>
+      failsThisDecisionOnly(
+        new ReplyError('TRYAGAIN Multiple keys request during rehashing of slot'),
+      );
+    const { store, consume, warnings, told } = resilient(moving);
+    for (let i = 0; i < 5; i++) expect((await consume('k')).degraded).toBe('memory');
+    expect(told).toHaveLength(5);
+    expect(store.degraded).toBe(false);
+    expect([...store.servers()].map((s) => s.breaker.state)).toEqual(['closed']);
+    expect(warnings).toEqual([]);
   });
 });
 

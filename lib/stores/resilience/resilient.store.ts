@@ -140,7 +140,7 @@ export class ResilientStore extends ForwardingStore {
     if (!supports(primary, call.op)) return execute(primary, call);
     const now = performance.now();
     const node = this.healthOf(call.limits.keys, now);
-    if (!node.breaker.allow(now)) return this.answer(node, call);
+    if (call.failedMeanwhile === true || !node.breaker.allow(now)) return this.answer(node, call);
     const sent = ++this.sent;
     let decision: RateLimitDecision;
     try {
@@ -235,16 +235,6 @@ export class ResilientStore extends ForwardingStore {
     this.deadlines.close();
     await this.options.fallback.close?.();
     if (this.options.ownsPrimary) await this.inner.close?.();
-  }
-
-  /**
-   * Answers as `onStoreError` (and the call's policies) say, without the primary store: what a
-   * failed call gets. With `'memory'`, the fallback does what was asked of the primary (a refund
-   * gives back what the fallback counted meanwhile).
-   */
-  degrade(call: StoreCall): Promise<RateLimitDecision> {
-    const node = this.healthOf(call.limits.keys, performance.now());
-    return this.answer(node, call);
   }
 
   /**
