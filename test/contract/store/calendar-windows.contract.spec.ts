@@ -32,7 +32,7 @@ const CALENDAR = windowsAt(STARTS);
 /** Window k's start, in ms of the test clock. */
 const start = (k: number) => STARTS[k] / 1000;
 
-// Redis pads TTLs by this much under a simulated clock (SIMULATED_CLOCK_TTL_SLACK_MS in the store).
+// Redis pads TTLs by this much under a simulated clock (SIMULATED_CLOCK_TTL_SLACK_MS, redis-time.ts).
 const SLACK_MS = 600_000;
 
 type Algorithm = 'fixed-window' | 'sliding-window-counter';
