@@ -46,8 +46,8 @@ export const MAX_LOCAL_BLOCK_MS = 1000;
  * retry time (other traffic only adds). With several policies the block lasts until the first
  * rejecting policy's wait is over, so each policy's own answer stays the store's too. The block is
  * measured from when the rejected request was sent, never from when its answer arrived, and lasts
- * the store's exact wait (µs), or else the rounded-up retry time less a millisecond. Only a
- * request of the same cost under the same limits is answered from the block.
+ * the store's exact wait (µs) less a microsecond, or else the rounded-up retry time less a
+ * millisecond. Only a request of the same cost under the same limits is answered from the block.
  *
  * Concurrent requests of a rejected key are grouped: once a block ends, one call asks the store
  * while the others wait for its answer. If it is a rejection, they are answered from the new
@@ -210,13 +210,19 @@ export class BlockCacheStore extends ForwardingStore {
   }
 }
 
+// The stores round a wait up to the microsecond, and the buckets count tokens in floating point:
+// a wait may come out a microsecond longer than the one the store will act on.
+const PRECISE_WAIT_ROUNDING_MS = 0.001;
+
 /**
  * How long after sending the request its rejection certainly stands: the store's exact wait when
- * it gives one (it counts from when it decided, which is after the request was sent), else the
- * rounded-up wait less the 1 ms the rounding may have added.
+ * it gives one (it counts from when it decided, which is after the request was sent), less the
+ * microsecond its rounding may have added, else the rounded-up wait less the 1 ms the rounding to
+ * the millisecond may have added.
  */
 function holdFor(decision: RateLimitDecision): number {
-  return preciseWaitOf(decision) ?? shortestWait(decision) - 1;
+  const precise = preciseWaitOf(decision);
+  return precise === undefined ? shortestWait(decision) - 1 : precise - PRECISE_WAIT_ROUNDING_MS;
 }
 
 /** Whether `call` settles a reservation for less than its estimate under some policy. */
