@@ -49,7 +49,9 @@ describe('deadlines', () => {
     await expect(deadlines.race(never())).rejects.toBeInstanceOf(StoreTimeoutError);
     const waited = performance.now() - started;
     expect(waited).toBeGreaterThanOrEqual(40);
-    expect(waited).toBeLessThan(40 + deadlines.tickMs + 50);
+    // Within a tick of the deadline, as the timer goes; a busy machine may hold that timer back
+    // by tens of milliseconds, which is no part of what is promised.
+    expect(waited).toBeLessThan(40 + deadlines.tickMs + 500);
   });
 
   it('passes results and errors through unchanged, and keeps no timer once nothing is in flight', async () => {
