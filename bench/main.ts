@@ -2,13 +2,14 @@
  * `npm run bench`: ours against the floor and the usual alternatives, in one process, one run,
  * against one private redis-server, so every row saw the same machine and the same server.
  *
- *   npm run bench -- [--only decisions,latency,flood,memory,http] [--quick] [--write]
+ *   npm run bench -- [--only decisions,alone,latency,flood,memory,http] [--quick] [--write]
  *
  * Tables go to stdout (progress to stderr); --write also rewrites bench/RESULTS.md, keeping the
  * hand-written notes at its end.
  */
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { type AloneResult, runAlone } from './alone.js';
 import { type DecisionsResult, runDecisions } from './decisions.js';
 import { type FloodResult, runFlood } from './flood.js';
 import { type LatencyResult, runLatency } from './latency.js';
@@ -77,6 +78,7 @@ try {
     quick: options.quick,
   };
   let decisions: DecisionsResult | undefined;
+  let alone: AloneResult | undefined;
   let latency: LatencyResult | undefined;
   let flood: FloodResult | undefined;
   let memory: MemoryResult | undefined;
@@ -84,6 +86,10 @@ try {
   if (options.sections.has('decisions')) {
     decisions = await runDecisions(ctx);
     emit(decisions.markdown);
+  }
+  if (options.sections.has('alone')) {
+    alone = await runAlone(ctx);
+    emit(alone.markdown);
   }
   if (options.sections.has('latency')) {
     latency = await runLatency(ctx);
@@ -105,7 +111,7 @@ try {
     http = await section.runHttpBench({ redisUrl: redis.url, quick: options.quick });
     emit(renderHttpRows(http, section.HTTP_WORKLOAD_NOTE));
   }
-  emit(renderTargets({ decisions, latency, flood, memory, http }));
+  emit(renderTargets({ decisions, alone, latency, flood, memory, http }));
 
   if (options.write) {
     writeResults(RESULTS_PATH, parts.join('\n\n'));

@@ -25,6 +25,7 @@ const NEEDS_REDIS = [
   '/test/contract/store/batches.contract.spec.ts',
   '/test/contract/store/calendar-timelines.spec.ts',
   '/test/contract/store/decision-ids.spec.ts',
+  '/test/contract/store/library-memory.spec.ts',
   '/test/contract/store/former-layout.spec.ts',
   '/test/contract/store/functions.spec.ts',
   '/test/contract/store/glide.spec.ts',

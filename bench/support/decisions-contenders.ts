@@ -23,7 +23,7 @@ if (LIMIT.threshold !== INLINE_LIMIT.threshold || LIMIT.periodMs !== INLINE_LIMI
   throw new Error('the inline-policy row must write the limit every other row uses');
 }
 
-const FLOOR_LABEL = 'floor: minimal 4-call sorted-set script';
+export const FLOOR_LABEL = 'floor: minimal 4-call sorted-set script';
 
 /** A contender that runs on both libraries; its ioredis id has no suffix. */
 export type SharedId = 'floor' | 'flexible' | `ours:${RateAlgorithm}`;

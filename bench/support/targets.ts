@@ -1,4 +1,5 @@
 /** The goals this module sets itself, each checked against what this run measured. */
+import { type AloneResult } from '../alone.js';
 import { type DecisionsResult } from '../decisions.js';
 import { type FloodResult, type FloodRow } from '../flood.js';
 import { type LatencyResult } from '../latency.js';
@@ -10,6 +11,7 @@ import { fixed, ratio, table } from './markdown.js';
 
 export interface Measured {
   readonly decisions?: DecisionsResult;
+  readonly alone?: AloneResult;
   readonly flood?: FloodResult;
   readonly memory?: MemoryResult;
   readonly http?: readonly HttpRow[];
@@ -104,7 +106,17 @@ export function renderTargets(m: Measured): string {
     check: http && atLeast(httpRatioBetween(http, adapter, config, to), goal),
   });
 
+  const alone = (algorithm: Parameters<AloneResult['ratio']>[0], to: string, goal: number) => ({
+    measure: `Redis time per decision, one at a time: ours ${algorithm} vs ${to}`,
+    target: `≤ ${goal.toFixed(2)}×`,
+    check: m.alone && atMost(m.alone.ratio(algorithm), goal),
+  });
+
   const targets: Target[] = [
+    alone('fixed-window', 'rate-limiter-flexible', 1),
+    alone('leaky-bucket', 'rate-limiter-flexible', 1),
+    alone('token-bucket', 'rate-limiter-flexible', 1),
+    alone('sliding-window', 'floor', 1.2),
     ...perLibrary('ours:sliding-window', 'floor', 'ours sliding-window vs floor', 1.2),
     ...perLibrary(
       'ours:leaky-bucket',

@@ -4,11 +4,14 @@
 -- for all of them. Their keys share one hash slot (see
 -- lib/stores/redis/decisions/decision-batcher.ts).
 --
--- argv[1]  how many decisions, N; `<N>i` when keys[1] is the batch's id key (see below). Then, for
+-- argv[1]  how many decisions, N; `<N>i` when keys[1] is the batch's id key (see below); `<N>e`
+--          when argv[2..4] are the epoch and the id (sender and count) the batch's reply is kept
+--          under in the library's memory instead (Functions only; see `recall` in once.lua). Then, for
 --          each decision in turn: how many keys it has, how many arguments, and its arguments, as
 --          decide takes them (with no id key of its own). keys: each decision's keys in turn.
 -- Reply:   for each decision in turn, how many values its reply has, then its reply as decide
---          answers it; or -1 and the error's message when it failed. A decision that fails leaves
+--          answers it; or -1 and the error's message when it failed. { -3, now } when the batch
+--          came under another epoch, and nothing was decided. A decision that fails leaves
 --          what it wrote, as a failed call does, and the others go on.
 --
 -- The batch's id key plays for the whole batch the part a decision's plays for it (see `once` in
@@ -65,9 +68,9 @@ local function decide_apart(reply, n, own_keys, own_args, time)
 end
 
 local function decide_batch(keys, argv)
-  local count, with_id = string.match(argv[1], '^(%d+)(i?)$')
-  local once, key_at = nil, 0
-  if with_id == 'i' then
+  local count, mode = string.match(argv[1], '^(%d+)(%a?)$')
+  local once, key_at, arg_at = nil, 0, 2
+  if mode == 'i' then
     once, key_at = keys[1], 1
     local first = redis.call('GET', once)
     if first then
@@ -75,8 +78,18 @@ local function decide_batch(keys, argv)
     end
   end
   local time = redis_now()
+  local sender, n_sent = nil, nil
+  if mode == 'e' then
+    -- The epoch and the id in the arguments, the reply kept in the library's memory (see
+    -- `recall` in once.lua). A server that refuses TIME answers every decision { -2 } below,
+    -- applying nothing, so nothing needs keeping.
+    sender, n_sent, arg_at = argv[3], argv[4], 5
+    local kept = time and recall(argv[2], sender, n_sent, time)
+    if kept then
+      return kept
+    end
+  end
   local reply, n, keep_ms = {}, 0, nil
-  local arg_at = 2
   for _ = 1, tonumber(count) do
     local key_count, arg_count = tonumber(argv[arg_at]), tonumber(argv[arg_at + 1])
     local clock = argv[arg_at + 3]
@@ -101,8 +114,10 @@ local function decide_batch(keys, argv)
     end
     key_at, arg_at = key_at + key_count, arg_at + 2 + arg_count
   end
-  if once and keep_ms then
+  if keep_ms and once then
     redis.call('SET', once, cmsgpack.pack(reply), 'PX', keep_ms)
+  elseif keep_ms and sender then
+    keep(sender, n_sent, keep_ms, time, reply)
   end
   return reply
 end

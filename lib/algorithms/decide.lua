@@ -154,6 +154,14 @@ end
 -- One policy consumed: allowed, remaining, retry, reset, and the lease it took if any. The usual
 -- decision, which decide and decide_batch (batch.lua) make without the tables that gather several.
 local function consume_one(key, p, now, slack)
+  -- An algorithm may do the usual case in fewer commands (see fixed-window.lua).
+  local quick = p.algorithm.consume
+  if quick then
+    local allowed, remaining, retry, reset = quick(key, now, p, slack)
+    if allowed then
+      return allowed, remaining, retry, reset
+    end
+  end
   local lock, w1, w2 = open(key, now, p)
   local allowed, retry = 0, nil
   if lock then
@@ -333,4 +341,45 @@ local function decide(keys, argv, time)
   reply[#reply + 1] = now
   reply[#reply + 1] = lease
   return remember(once, deadline, now, op, reply)
+end
+
+-- The usual decision as a function of its own: one policy consumed, its id kept in the library's
+-- memory rather than in a key (see `recall` in once.lua), with nothing to parse but what it uses.
+-- argv: the clock (a deadline on Redis's, empty for none, or a simulated `t<now µs>:<ms>`, as
+-- decide takes it), the policy, the epoch the caller knows, and the decision's id: its sender and
+-- that sender's count. Answers as decide does, or { -3, now } under another epoch.
+local function decide_one(keys, argv)
+  local clock, slack, deadline = argv[1], 0, nil
+  -- Redis's clock, which the memory always keeps to; a simulated one decides.
+  local real, now = redis_now(), nil
+  if string.byte(clock, 1) == 116 then -- 't'
+    local at, pad = string.match(clock, '^t(%S+):(%S+)$')
+    now, slack = tonumber(at), tonumber(pad)
+    real = real or now
+  elseif not real then
+    return { -2 }
+  else
+    now, deadline = real, tonumber(clock)
+  end
+  local sender, n = argv[4], argv[5]
+  local kept = recall(argv[3], sender, n, real)
+  if kept then
+    return kept
+  end
+  if deadline and now > deadline then
+    return { -1, now }
+  end
+  local allowed, remaining, retry, reset, lease = consume_one(keys[1], policy(argv[2]), now, slack)
+  if allowed == 1 then
+    keep(sender, n, once_ms(deadline, now), real, nil, remaining, retry, reset, now, lease)
+  end
+  return { allowed, allowed, remaining, retry, reset, now, lease }
+end
+
+-- The epoch of the library's memory, which decisions that keep their ids there carry: an integer
+-- reply, which every client reads alike. 0 where the caller may not read TIME, whose decisions
+-- carry their own clock and id keys; the memory's epoch is left for a caller that may.
+local function epoch()
+  local now = redis_now()
+  return now and tonumber(epoch_at(now)) or 0
 end

@@ -1,6 +1,7 @@
 -- Shared by every algorithm script. Each algorithm adds { open, check, commit, status, after,
 -- refund }, and each rate algorithm `charge`, to ALGORITHMS; decide.lua opens a key, then hands
--- what `open` read to the others.
+-- what `open` read to the others. An algorithm may add `consume`, the usual consume in fewer
+-- commands, which answers nothing when its case is not the usual one.
 -- Times are integer microseconds; replies are integers (Lua floats would be truncated anyway).
 local ALGORITHMS = {}
 

@@ -133,6 +133,43 @@ function ALGORITHMS.fw.charge(key, now, p, slack, count, mark, at)
   redis.call('SET', key, mark * FW_COUNTS + charged, 'PX', fw_lives(now, p) + slack)
 end
 
+-- The usual consume, of windows of the period with no lock-out, in one command where it can be:
+-- INCRBY adds the cost to the packed count in place, keeping the TTL the window's first write set,
+-- and the value before it tells whether the count was this window's. One from an earlier window,
+-- or none (0: a count is never stored as 0), is replaced, with the TTL; a cost that does not fit
+-- is taken back. Answers allowed, remaining, retry and reset as decide's steps would; nothing when
+-- the key holds something else (a lock-out's negative integer, put back at once, or another type),
+-- for decide's steps to answer.
+function ALGORITHMS.fw.consume(key, now, p, slack)
+  local cost = p.cost
+  if p.bounds or p.block > 0 or cost > p.limit then
+    return nil
+  end
+  local raised = redis.pcall('INCRBY', key, cost)
+  if type(raised) ~= 'number' then
+    return nil
+  end
+  local stored = raised - cost
+  if stored < 0 then
+    redis.call('DECRBY', key, cost)
+    return nil
+  end
+  local period = p.period
+  local start = now - math.fmod(now, period)
+  local mark = math.fmod(start / period, FW_WINDOWS)
+  local left = start + period - now
+  if stored == 0 or math.floor(stored / FW_COUNTS) ~= mark then
+    redis.call('SET', key, mark * FW_COUNTS + cost, 'PX', ms(left) + slack)
+    return 1, p.limit - cost, 0, ms(left)
+  end
+  local count = math.fmod(stored, FW_COUNTS)
+  if count + cost <= p.limit then
+    return 1, p.limit - count - cost, 0, ms(left)
+  end
+  redis.call('DECRBY', key, cost)
+  return 0, math.max(p.limit - count, 0), left, ms(left)
+end
+
 function ALGORITHMS.fw.status(key, now, p, count)
   if count == 0 then
     return p.limit, 0

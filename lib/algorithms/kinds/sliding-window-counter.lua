@@ -1,14 +1,17 @@
 -- Sliding-window counter: two windows aligned to the clock (or to the calendar, see window_of), the
 -- previous one weighted by the share of the current one still ahead, which is how much of the
 -- previous the sliding window still covers when both are as long: used = previous * (end - now) /
--- (end - start) + current. O(1) memory (one small hash). Approximate: it assumes the previous
+-- (end - start) + current. O(1) memory (one short string). Approximate: it assumes the previous
 -- window's requests were spread evenly, so a span of one period can hold somewhat more than
 -- `limit` when they were not.
 -- Each function reads the window with window_of, whose first value, the moment to count at, stands
 -- in for `now` (they differ only when a calendar policy's bounds do not cover now).
--- State: a hash { w = the start of the window written in (µs), c = its count, p = the count of
--- the window before it }; for a calendar policy also t, when it was last written (µs), since
--- windows by the calendar can change under a key (a customer's anchor or time zone moves). The
+-- State: doubles packed in one string, which Redis keeps in the key itself, read by one GET and
+-- written by one SET with its TTL: w = the start of the window written in (µs), c = its count, p =
+-- the count of the window before it (struct '<ddd', 24 bytes); and for a calendar policy t, when it
+-- was last written (µs; '<dddd', 32 bytes), since windows by the calendar can change under a key (a
+-- customer's anchor or time zone moves). A key written before held the same in a
+-- hash { w, c, p, t }, read as such until rewritten. The
 -- rule of fixed-window.lua holds for both counts: each counts in the latest of this window and
 -- the previous one that began at or before the last moment its units can have been spent (t for
 -- c, just before w for p), and nowhere if neither did. With one anchor that is c in its own window
@@ -28,22 +31,48 @@ local function swc_place(units, last, start, before, current, previous)
   return current, previous
 end
 
--- This window's count and the previous one's; or, when the key is not a hash, only what stands
--- there (see stand_in).
-function ALGORITHMS.swc.open(key, now, p)
-  local _, start, _, before = window_of(now, p)
-  local stored = redis.pcall('HMGET', key, 'w', 'c', 'p', 't')
-  if stored.err then
+local SWC_PERIOD, SWC_CALENDAR = '<ddd', '<dddd'
+
+-- The stored w, c, p and t (see above; t nil for windows of the period), nothing when there is none; or, when the
+-- key holds something else, what stands there (see stand_in), first.
+local function swc_read(key)
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'string' and #stored == 24 then
+    local window, count, previous = struct.unpack(SWC_PERIOD, stored)
+    return nil, window, count, previous
+  elseif type(stored) == 'string' and #stored == 32 then
+    local window, count, previous, last = struct.unpack(SWC_CALENDAR, stored)
+    return nil, window, count, previous, last
+  end
+  if stored and stored.err then
+    -- The former layout, a hash; or a key of another type.
+    stored = redis.pcall('HMGET', key, 'w', 'c', 'p', 't')
+    if stored.err then
+      return stand_in(key)
+    end
+    return nil, tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[3]), tonumber(stored[4])
+  end
+  if stored then
     return stand_in(key)
   end
-  local window, count = tonumber(stored[1]), tonumber(stored[2]) or 0
-  local last = tonumber(stored[4])
+  return nil
+end
+
+-- This window's count and the previous one's; or, when the key holds something else, only what
+-- stands there (see stand_in).
+function ALGORITHMS.swc.open(key, now, p)
+  local _, start, _, before = window_of(now, p)
+  local stand, window, count, stored_previous, last = swc_read(key)
+  if stand then
+    return stand
+  end
+  count = count or 0
   if p.bounds and window and last then
     local current, previous = swc_place(count, last, start, before, 0, 0)
-    return nil, swc_place(tonumber(stored[3]) or 0, window - 1, start, before, current, previous)
+    return nil, swc_place(stored_previous or 0, window - 1, start, before, current, previous)
   end
   if window == start then
-    return nil, count, tonumber(stored[3]) or 0
+    return nil, count, stored_previous or 0
   elseif window == before then
     return nil, 0, count
   end
@@ -82,13 +111,10 @@ end
 
 local function swc_write(key, now, p, slack, current, previous)
   local at, start, _, _, after = window_of(now, p)
-  if p.bounds then
-    redis.call('HSET', key, 'w', start, 'c', current, 'p', previous, 't', at)
-  else
-    redis.call('HSET', key, 'w', start, 'c', current, 'p', previous)
-  end
+  local state = p.bounds and struct.pack(SWC_CALENDAR, start, current, previous, at)
+    or struct.pack(SWC_PERIOD, start, current, previous)
   -- This window's count matters until the end of the next one, where it is the previous.
-  redis.call('PEXPIRE', key, (p.bounds and ms(2 * p.bounds[7]) or ms(after - at)) + slack)
+  redis.call('SET', key, state, 'PX', (p.bounds and ms(2 * p.bounds[7]) or ms(after - at)) + slack)
 end
 
 function ALGORITHMS.swc.commit(key, now, p, slack, current, previous)

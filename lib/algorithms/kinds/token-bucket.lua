@@ -1,10 +1,12 @@
 -- Token bucket: holds up to `burst` tokens and refills `limit` tokens per period, continuously.
 -- Fractions of a token are kept between calls (never floored away), and the refill time moves only
 -- when tokens are taken, so frequent callers cannot starve the refill. A denial writes nothing.
--- State: a hash { t = tokens left, at = when they were counted (µs), and a record that bounds what
--- a late give-back may put back (see refund): how long before `at` the bucket was last full (s,
--- µs), the most it has held since then (h), and when since then it was last given something back
--- (g, µs after it was full, plus 1; 0 if never) }. Times as offsets, so that they stay short.
+-- State: five doubles packed in one string (struct '<ddddd', 40 bytes, which Redis keeps in the key
+-- itself): the tokens left (t), when they were counted (at, µs), and a record that bounds what a
+-- late give-back may put back (see refund): how long before `at` the bucket was last full (s, µs),
+-- the most it has held since then (h), and when since then it was last given something back (g,
+-- µs after it was full, plus 1; 0 if never). One GET reads it and one SET writes it with its TTL.
+-- A key written before held the same in a hash { t, at, s, h, g }, read as such until rewritten.
 
 ALGORITHMS.tb = {}
 
@@ -17,20 +19,43 @@ end
 -- Tokens in the bucket now: what was left plus the refill since, up to full; and, unless it is
 -- full, its record { at, s, h, g }. Or, when the key is not a hash, only what stands there (see
 -- stand_in).
-function ALGORITHMS.tb.open(key, now, p)
-  local stored = redis.pcall('HMGET', key, 't', 'at', 's', 'h', 'g')
-  if stored.err then
+local TB_STATE = '<ddddd'
+
+-- The stored state's five numbers (see above), nothing when there is none; or, when the key holds
+-- something else, what stands there (see stand_in), first.
+local function tb_read(key)
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'string' and #stored == 40 then
+    return nil, struct.unpack(TB_STATE, stored)
+  end
+  if stored and stored.err then
+    -- The former layout, a hash; or a key of another type.
+    stored = redis.pcall('HMGET', key, 't', 'at', 's', 'h', 'g')
+    if stored.err then
+      return stand_in(key)
+    end
+    local n = tonumber
+    return nil, n(stored[1]), n(stored[2]), n(stored[3]), n(stored[4]), n(stored[5])
+  end
+  if stored then
     return stand_in(key)
   end
-  local at, left = tonumber(stored[2]), tonumber(stored[1])
+  return nil
+end
+
+function ALGORITHMS.tb.open(key, now, p)
+  local stand, left, at, full_before, high, given_after = tb_read(key)
+  if stand then
+    return stand
+  end
   if left and now < at + tb_refill_ms(left, p) * 1000 then
     local tokens = math.min(p.burst, left + math.max(now - at, 0) * p.limit / p.period)
     if tokens < p.burst then
       -- A key written before the record counts as full at its last write: what it cannot tell,
       -- it gives back nothing of.
-      local since = at - (tonumber(stored[3]) or 0)
-      local given = since - 1 + (tonumber(stored[5]) or 1)
-      return nil, tokens, { at, since, tonumber(stored[4]) or left, given }
+      local since = at - (full_before or 0)
+      local given = since - 1 + (given_after or 1)
+      return nil, tokens, { at, since, high or left, given }
     end
   end
   return nil, p.burst
@@ -46,9 +71,8 @@ local function tb_write(key, now, p, slack, before, tokens, record)
   if tokens > before then
     given = now
   end
-  local kept = given - since + 1
-  redis.call('HSET', key, 't', tokens, 'at', now, 's', now - since, 'h', high, 'g', kept)
-  redis.call('PEXPIRE', key, tb_refill_ms(tokens, p) + slack)
+  local state = struct.pack(TB_STATE, tokens, now, now - since, high, given - since + 1)
+  redis.call('SET', key, state, 'PX', tb_refill_ms(tokens, p) + slack)
 end
 
 -- With `ahead` (µs), a request whose tokens refill within that long is allowed and booked: it

@@ -77,37 +77,36 @@ const ID_KEPT_PAST_DEADLINE_MS = 500;
  * reconnecting at `deadlineMs`, `performance.now()` time, or every copy was lost too), is answered
  * by the fallback, while Redis may have run it. From the deadline on, once the client is back and
  * while Redis still keeps the decision's id, one more copy (`send`) asks: past the deadline it
- * applies nothing whatever happened, and it answers what Redis decided if Redis ran the decision,
- * which `giveBack` then undoes, as a late reply is. Later than that nothing can be learnt, and a
- * decision Redis ran stays counted. Only for a decision sent with a deadline: a copy without one
- * would decide afresh, and so would one sent before the deadline, which is why a decision that
- * failed earlier waits for it (a timer, on this rare path only).
+ * applies nothing whatever happened, and it answers what Redis decided if Redis ran the decision.
+ * Resolves with that reply, for the caller to undo as a late reply is, and with undefined when
+ * the decision never ran or nothing could be learnt (then a decision Redis ran stays counted);
+ * undefined at once for an error that lost no reply. Only for a decision sent with a deadline: a
+ * copy without one would decide afresh, and so would one sent before the deadline, which is why a
+ * decision that failed earlier waits for it (a timer, on this rare path only).
  */
-export function giveBackIfRun(
+export function replyIfRun(
   error: unknown,
   send: () => Promise<unknown>,
   reconnected: ReconnectWaiters,
   deadlineMs: number,
-  giveBack: (reply: number[]) => void,
-): void {
-  if (!lostInFlight(error)) return;
+): Promise<number[] | undefined> | undefined {
+  if (!lostInFlight(error)) return undefined;
   const untilMs = deadlineMs + ID_KEPT_PAST_DEADLINE_MS;
-  const ask = () =>
-    reconnected
-      .ready(untilMs)
-      .then(async (ready) => {
-        if (!ready) return;
-        // A copy whose reply is lost too is sent again, as the decision was, while the id is kept.
-        const reply = (await sendResending(send, reconnected, untilMs)) as number[];
-        // -1: Redis holds no id, so the decision never ran (or its id is gone): nothing to undo.
-        if (reply[0] >= 0) giveBack(reply);
-      })
-      // A copy that fails too leaves the decision as it was.
-      .catch(() => {});
+  const ask = async (): Promise<number[] | undefined> => {
+    if (!(await reconnected.ready(untilMs))) return undefined;
+    // A copy whose reply is lost too is sent again, as the decision was, while the id is kept.
+    const reply = (await sendResending(send, reconnected, untilMs)) as number[];
+    // -1: Redis holds no id, so the decision never ran (or its id is gone): nothing to undo.
+    return reply[0] >= 0 ? reply : undefined;
+  };
   const early = deadlineMs - performance.now();
   // A timer may fire up to a millisecond before its time as performance.now() counts it.
-  if (early > 0) setTimeout(ask, Math.ceil(early) + 1).unref();
-  else void ask();
+  const asked =
+    early > 0
+      ? new Promise<void>((resolve) => setTimeout(resolve, Math.ceil(early) + 1).unref()).then(ask)
+      : ask();
+  // A copy that fails too leaves the decision as it was.
+  return asked.catch(() => undefined);
 }
 
 interface Waiter {

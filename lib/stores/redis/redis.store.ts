@@ -1,25 +1,22 @@
 import { configError } from '../../policy/validation.js';
-import { encodeCall, type EncodedCall, keysOf, opArg } from '../call-encoding.js';
-import { decisionFromReply } from '../decision.js';
-import { giveBackLate } from '../resilience/late-replies.js';
+import { encodeCall, type EncodedCall, opArg } from '../call-encoding.js';
 import { OperationStore } from '../operation-store.js';
-import { type Limits, type StoreCall } from '../../store-contract/store-call.js';
+import { type StoreCall } from '../../store-contract/store-call.js';
 import { type RateLimitDecision } from '../../store-contract/store.interface.js';
 import { type RedisClient, scriptClientFor } from './clients/redis-client.js';
 import { type EvictionSetting, type RedisStoreOptions } from './redis-store-options.js';
 import { answeredWithin, pingWithin } from './ping.js';
 import { type ScriptClient, StoreNotConnectedError } from './clients/script-client.js';
-import { StoreLateError } from './answer-deadline.js';
 import { TIME_REFUSED } from './caller-clock.js';
 import { RedisTime } from './redis-time.js';
 import { ClientWatch } from './client-watch.js';
 import { DecisionBatcher } from './decisions/decision-batcher.js';
 import { DecisionRunner } from './decisions/decision-runner.js';
-import { giveBackIfRun, ReconnectWaiters, sendResending } from './lost-replies.js';
-import { policyArg } from './decisions/policy-args.js';
-import { DECISION_SCRIPTS, scriptFor } from './decisions/scripts.js';
-import { callsOwnError, failsThisDecisionOnly } from '../resilience/store-failure.js';
-import { isMovingSlot, retryWhileSlotMoves } from './moving-slot.js';
+import { LibraryMemory } from './decisions/library-memory.js';
+import { DecisionSender } from './decisions/decision-sender.js';
+import { ReconnectWaiters } from './lost-replies.js';
+import { DECISION_SCRIPTS } from './decisions/scripts.js';
+import { callsOwnError } from '../resilience/store-failure.js';
 
 export type { EvictionSetting, RedisStoreOptions } from './redis-store-options.js';
 
@@ -27,10 +24,6 @@ export type { EvictionSetting, RedisStoreOptions } from './redis-store-options.j
 const WARM_UP_OP = opArg(
   encodeCall({ op: 'peek', limits: { keys: [], policies: [], costs: [] } })!,
 );
-
-// With no deadline, Redis keeps a decision's id for 5 s (see decide.lua): a copy sent later
-// could apply again, so resending stops well before.
-const RESEND_WITHOUT_DEADLINE_MS = 4000;
 
 // Decisions per batch at most (see DecisionBatcher). At 256 in flight, 8 went faster than 4, 12,
 // 16 and 32: Redis answers everything one read brought before writing, so a few large batches
@@ -59,10 +52,12 @@ export class RedisStore extends OperationStore {
   private readonly scripts: ScriptClient;
   private readonly runner: DecisionRunner;
   private readonly batcher: DecisionBatcher;
+  private readonly memory: LibraryMemory;
   private readonly ownsClient: boolean;
   private readonly time: RedisTime;
   private readonly reconnected: ReconnectWaiters;
   private readonly watch: ClientWatch;
+  private readonly sender: DecisionSender;
 
   constructor(options: RedisStoreOptions) {
     super();
@@ -79,11 +74,25 @@ export class RedisStore extends OperationStore {
     if (!Number.isInteger(batchSize) || batchSize < 1) {
       throw configError('RedisStore', 'batchSize', batchSize, 'an integer of 1 or more');
     }
-    this.batcher = new DecisionBatcher(this.runner, batchSize, scripts.nodeOf !== undefined);
+    this.memory = new LibraryMemory(scripts, () => this.runner.usesFunctions);
+    this.batcher = new DecisionBatcher(
+      this.runner,
+      this.memory,
+      batchSize,
+      scripts.nodeOf !== undefined,
+    );
     this.reconnected = new ReconnectWaiters(scripts);
     this.watch = new ClientWatch(scripts);
     this.ownsClient = options.ownsClient ?? false;
     this.time = new RedisTime(scripts, options.clock, options.answerWithinMs);
+    this.sender = new DecisionSender(
+      scripts,
+      this.batcher,
+      this.time,
+      this.reconnected,
+      this.memory,
+      () => this.notConnected(),
+    );
   }
 
   /**
@@ -92,6 +101,10 @@ export class RedisStore extends OperationStore {
    */
   answerWithinByDefault(ms: number): void {
     this.time.answerWithinByDefault(ms);
+  }
+
+  override get kind(): string {
+    return 'redis';
   }
 
   /** `'ioredis'`, `'iovalkey'`, `'node-redis'` or `'valkey-glide'`. */
@@ -130,7 +143,7 @@ export class RedisStore extends OperationStore {
    * `withinMs`. For health checks: decisions never wait on it.
    */
   ping(withinMs: number): Promise<number> {
-    if (!this.scripts.ready()) return Promise.reject(this.notConnected);
+    if (!this.scripts.ready()) return Promise.reject(this.notConnected());
     return pingWithin(this.scripts, withinMs);
   }
 
@@ -144,6 +157,7 @@ export class RedisStore extends OperationStore {
   async warmUp(): Promise<void> {
     if (!this.scripts.ready()) return;
     await this.runner.load();
+    const learning = this.memory.learn();
     const scripts = this.runner.usesFunctions
       ? [DECISION_SCRIPTS.mixed]
       : Object.values(DECISION_SCRIPTS);
@@ -159,6 +173,7 @@ export class RedisStore extends OperationStore {
           () => {},
         ),
       ),
+      learning,
     ]);
   }
 
@@ -176,7 +191,7 @@ export class RedisStore extends OperationStore {
    * ```
    */
   async memoryPolicies(): Promise<EvictionSetting[]> {
-    if (!this.scripts.ready()) throw this.notConnected;
+    if (!this.scripts.ready()) throw this.notConnected();
     const configs = await this.scripts.readConfig('maxmemory*');
     return configs.map((config) => ({
       policy: config['maxmemory-policy'] ?? 'unknown',
@@ -188,7 +203,7 @@ export class RedisStore extends OperationStore {
    * The Redis node that decides on `keys`: on a cluster, the master that the client's slot map
    * gives for their slot (`host:port`; '' until the map is known); '' for a single server.
    */
-  nodeOf(keys: readonly string[]): string {
+  override nodeOf(keys: readonly string[]): string {
     const nodeOf = this.scripts.nodeOf;
     return nodeOf === undefined || keys.length === 0 ? '' : nodeOf(keys[0]);
   }
@@ -201,7 +216,7 @@ export class RedisStore extends OperationStore {
    */
   pingNode(node: string, withinMs: number): Promise<number> {
     const pingNode = this.scripts.pingNode;
-    if (pingNode === undefined || !this.scripts.ready()) return Promise.reject(this.notConnected);
+    if (pingNode === undefined || !this.scripts.ready()) return Promise.reject(this.notConnected());
     return answeredWithin(() => pingNode(node), withinMs);
   }
 
@@ -243,109 +258,17 @@ export class RedisStore extends OperationStore {
     }
     // A release or renewal of a decision that took no lease: nothing to do.
     if (encoded === undefined) return Promise.resolve(call.of!);
-    return this.decide(call.limits, encoded, call.correction);
+    return this.sender.send(call.limits, encoded, call.correction);
   }
 
-  /** Runs the decision: `op` and its `at` are its first argument (see `decide.lua`). */
-  private async decide(
-    limits: Limits,
-    encoded: EncodedCall,
-    correction?: true,
-  ): Promise<RateLimitDecision> {
-    if (!this.scripts.ready()) {
-      // A correction waits for the client to be back, as a resend does; a decision cannot.
-      const until = performance.now() + RESEND_WITHOUT_DEADLINE_MS;
-      if (!correction || !(await this.reconnected.ready(until))) throw this.notConnected;
-    }
-    // Only where Redis refuses TIME in scripts: its clock is read once per connection.
-    const { callerClock } = this.time;
-    if (callerClock.inUse) await callerClock.fresh();
-    const { keys, policies } = limits;
-    const n = keys.length;
-    const sentAt = performance.now();
-    const args = this.argsOf(limits, encoded, sentAt, correction);
-    // A decision that applies something carries an id (its own, or its batch's), so that no copy
-    // of it applies again.
-    const allKeys = keysOf(keys, limits.ledgers, encoded);
-    const job = this.batcher.job(scriptFor(policies), allKeys, args, encoded.applies && n > 0);
-    // A copy is sent only while its caller still waits; a correction has no caller.
-    const untilMs =
-      sentAt + ((correction ? undefined : this.time.timeoutMs) ?? RESEND_WITHOUT_DEADLINE_MS);
-    const run = () => this.batcher.send(job);
-    const resend = () => sendResending(run, this.reconnected, untilMs) as Promise<number[]>;
-    // Only a cluster refuses a decision because its slot is moving: it is tried again meanwhile.
-    const send = this.isCluster
-      ? () => resend().catch((error: unknown) => retryWhileSlotMoves(error, untilMs, resend))
-      : resend;
-    let reply: number[];
-    try {
-      reply = await send();
-      if (reply[0] === TIME_REFUSED) {
-        // Nothing was applied: the same decision goes again, carrying the time itself.
-        await callerClock.adopt();
-        args[1] = this.time.arg(sentAt, correction);
-        reply = await send();
-      }
-    } catch (error) {
-      // The fallback answers it; if Redis ran it meanwhile, that is given back once it can tell.
-      const deadlineSent = !correction && this.time.hasDeadline && /\d$/.test(args[1]);
-      if (deadlineSent && (encoded.op === 'c' || encoded.op === 'w')) {
-        const giveBack = (r: number[]) =>
-          giveBackLate(this, limits, decisionFromReply(r, policies));
-        giveBackIfRun(error, run, this.reconnected, untilMs, giveBack);
-      }
-      // The slot still moving when its caller stops waiting: the decision's trouble, not its server's.
-      throw isMovingSlot(error) ? failsThisDecisionOnly(error) : error;
-    }
-    if (reply[0] === -1) {
-      this.time.observe(reply[1]);
-      throw new StoreLateError();
-    }
-    // After the policies' answers: the time, then the lease id if one was taken.
-    const at = 1 + 4 * n;
-    try {
-      this.time.observe(reply[at]);
-      return decisionFromReply(
-        reply,
-        policies,
-        encoded.op === 'w' ? this.time.offsetUs() : undefined,
-      );
-    } catch (error) {
-      throw callsOwnError(error, "read Redis's reply");
-    }
-  }
-
-  /**
-   * The decision's arguments: the operation, the clock, then each policy (a calendar's window
-   * starts computed here). What fails here is the call's own error, not Redis's.
-   */
-  private argsOf(
-    { policies, costs: callCosts }: Limits,
-    encoded: EncodedCall,
-    sentAt: number,
-    correction?: true,
-  ): string[] {
-    try {
-      const costs = encoded.costs ?? callCosts;
-      const args = new Array<string>(2 + policies.length);
-      args[0] = opArg(encoded);
-      args[1] = this.time.arg(sentAt, correction);
-      for (let i = 0; i < policies.length; i++) {
-        args[2 + i] = policyArg(policies[i], costs[i], encoded.blockUs, this.time.nowUs);
-      }
-      return args;
-    } catch (error) {
-      throw callsOwnError(error, 'build the decision');
-    }
-  }
-
-  private get notConnected(): StoreNotConnectedError {
+  private notConnected(): StoreNotConnectedError {
     return new StoreNotConnectedError(this.scripts.library, this.watch.error?.message);
   }
 
   /** Closes the client if the store owns or connected it, resolving once it has ended. */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.watch.stop();
+    this.memory.close();
     if (this.ownsClient || this.watch.opened) await this.scripts.close();
   }
 }

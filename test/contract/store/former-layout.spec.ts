@@ -14,6 +14,14 @@ import { TestClock, useRedis } from '../../support/stores.js';
 import { entriesOf, unitsIn } from '../../support/weighted-sets.js';
 
 const LOG = resolvePolicy({ period: '1s', threshold: 4 }, 'former layout');
+const BUCKET = resolvePolicy(
+  { algorithm: 'token-bucket', period: '1s', threshold: 4 },
+  'former layout',
+);
+const COUNTER = resolvePolicy(
+  { algorithm: 'sliding-window-counter', period: '1s', threshold: 4 },
+  'former layout',
+);
 const LEASES = resolvePolicy(
   { algorithm: 'concurrency', period: '1s', threshold: 4 },
   'former layout',
@@ -68,5 +76,40 @@ describe.each(CLIENT_KINDS)('keys in the former layout, through %s', (kind) => {
       remaining: 0,
     });
     expect(await unitsIn(admin, key)).toBe(4);
+  });
+
+  it('a token bucket kept in a hash is read as it was, then written in the packed layout', async () => {
+    const { clock, store, admin, key } = await setup();
+    const now = toMicros(clock.now());
+    // Two tokens left 250 ms ago (one more has refilled since), full 1 s before that, never given back.
+    await admin.hset(key, 't', 2, 'at', now - 250_000, 's', 1_000_000, 'h', 4, 'g', 0);
+    await admin.pexpire(key, 60_000);
+
+    expect(await store.consume([key], [BUCKET], [1])).toMatchObject({
+      allowed: true,
+      remaining: 2,
+    });
+    expect(await admin.type(key)).toBe('string');
+    expect(await store.consume([key], [BUCKET], [2])).toMatchObject({
+      allowed: true,
+      remaining: 0,
+    });
+    expect((await store.consume([key], [BUCKET], [1])).allowed).toBe(false);
+  });
+
+  it('a sliding-window counter kept in a hash is read as it was, then written in the packed layout', async () => {
+    const { clock, store, admin, key } = await setup();
+    // At the start of a window: 1 in it, 2 in the one before, which counts whole at its start.
+    clock.ms = Math.ceil(clock.ms / 1000) * 1000;
+    const start = toMicros(clock.now());
+    await admin.hset(key, 'w', start, 'c', 1, 'p', 2);
+    await admin.pexpire(key, 60_000);
+
+    expect(await store.consume([key], [COUNTER], [1])).toMatchObject({
+      allowed: true,
+      remaining: 0,
+    });
+    expect(await admin.type(key)).toBe('string');
+    expect((await store.consume([key], [COUNTER], [1])).allowed).toBe(false);
   });
 });

@@ -1,50 +1,23 @@
-import { decisionIdKey } from './decision-id.js';
-import { type DecisionRunner } from './decision-runner.js';
+import {
+  type AloneCall,
+  type Answers,
+  answersOf,
+  batchCall,
+  BatchedDecisionError,
+  type DecisionJob,
+  type SentBatch,
+  type Waiting,
+} from './batch-call.js';
+import { DECISION_SENDER, decisionIdKey, decisionNumber } from './decision-id.js';
+import { type DecisionRunner, isNoFunction } from './decision-runner.js';
+import { type LibraryMemory, StoreEpochError } from './library-memory.js';
+import { failsThisDecisionOnly } from '../../resilience/store-failure.js';
 import { keySlot } from '../key-slot.js';
 import { BATCH_SCRIPT, DECISION_LIBRARY, type DecisionScript } from './scripts.js';
-
-/** One decision of a batch failed in Redis (the others were decided): the server's message. */
-export class BatchedDecisionError extends Error {
-  override readonly name = 'BatchedDecisionError';
-}
 
 // The longest a decision waits for the others of its turn: a turn that reads many requests at
 // once may run for longer than a decision's deadline leaves.
 const MAX_WAIT_MS = 5;
-
-/** A batch as it was sent, so that a copy can be sent exactly so (see `send`). */
-interface SentBatch {
-  readonly keys: string[];
-  readonly args: string[];
-  /** The answers of a copy, once one was sent; cleared when it failed. */
-  copy?: Promise<Answers>;
-}
-
-/** Each decision's reply, or its error, in batch order. */
-type Answers = ReadonlyArray<unknown[] | BatchedDecisionError>;
-
-/**
- * One decision, from its first sending to its last copy: its state keys, its arguments (the
- * store may change its clock between sendings), and how it went out the last time its reply was
- * lost, so that a copy goes out the same way, under the same id.
- */
-export interface DecisionJob {
-  readonly script: DecisionScript;
-  readonly keys: readonly string[];
-  readonly args: string[];
-  /** Whether it may apply something, and so needs an id that a copy is answered by. */
-  readonly applies: boolean;
-  /** Its keys when sent alone: its own id key last, made once. */
-  aloneKeys?: readonly string[];
-  /** Where a copy must go: its own call, or the batch it went in and its place there. */
-  lost?: 'alone' | { readonly batch: SentBatch; readonly index: number };
-}
-
-interface Waiting {
-  readonly job: DecisionJob;
-  readonly resolve: (reply: unknown) => void;
-  readonly reject: (error: unknown) => void;
-}
 
 /**
  * Sends the decisions that are ready in the same turn of the event loop as one call of the batch
@@ -76,6 +49,7 @@ export class DecisionBatcher {
   /** `clustered`: whether keys of different slots may live on different nodes. */
   constructor(
     private readonly runner: DecisionRunner,
+    private readonly memory: LibraryMemory,
     private readonly maxBatch: number,
     clustered: boolean,
   ) {
@@ -151,11 +125,18 @@ export class DecisionBatcher {
   };
 
   private alone(job: DecisionJob): Promise<unknown> {
-    const keys = (job.aloneKeys ??= job.applies
-      ? [...job.keys, decisionIdKey(job.keys[0])]
-      : job.keys);
+    let call = job.aloneCall;
+    if (call === undefined || call.clock !== job.args[1])
+      call = job.aloneCall = this.aloneCallOf(job);
+    const copy = job.lost === 'alone';
     this.inFlight++;
-    return this.runner.run(job.script, keys, job.args).then(
+    const sent =
+      call.fn === DECISION_LIBRARY.oneFn
+        ? this.runner
+            .callFunction(call.fn, call.keys, call.args)
+            .catch((error: unknown) => this.withoutLibrary(job, call, copy, error))
+        : this.runner.run(job.script, call.keys, call.args);
+    return sent.then(
       (reply) => {
         this.inFlight--;
         job.lost = undefined;
@@ -169,13 +150,58 @@ export class DecisionBatcher {
     );
   }
 
+  /**
+   * A decision whose function the server does not hold (FUNCTION FLUSH, a restart without
+   * persistence): the library's memory went with it. Unless the call may have been a copy of one
+   * the server ran before (this store's own copy, or the client's, which comes only after a
+   * reconnection, when the epoch is forgotten), it never ran anywhere, and goes again as a script
+   * with an id key. A copy is answered as sent under an epoch that has ended.
+   */
+  private withoutLibrary(job: DecisionJob, call: AloneCall, copy: boolean, error: unknown) {
+    if (!isNoFunction(error)) throw error;
+    const firstSending = !copy && this.memory.known === call.args[2];
+    this.memory.forget();
+    if (!firstSending) throw failsThisDecisionOnly(new StoreEpochError());
+    const keyed = (job.aloneCall = this.keyedCall(job));
+    return this.runner.run(job.script, keyed.keys, keyed.args);
+  }
+
+  /**
+   * A decision's own call. The usual one (one policy consumed, on Redis's clock or a simulated
+   * one) goes to the function that keeps its id in the library's memory, when the epoch of that
+   * memory is known; any other that applies something carries an id key.
+   */
+  private aloneCallOf(job: DecisionJob): AloneCall {
+    const { keys, args } = job;
+    const clock = args[1];
+    if (!job.applies) return { clock, fn: undefined, keys, args };
+    const epoch =
+      keys.length === 1 && args.length === 3 && args[0] === 'c' && clock.charCodeAt(0) !== 99
+        ? this.memory.epoch
+        : undefined;
+    if (epoch !== undefined) {
+      return {
+        clock,
+        fn: DECISION_LIBRARY.oneFn,
+        keys,
+        args: [clock, args[2], epoch, DECISION_SENDER, decisionNumber()],
+      };
+    }
+    return this.keyedCall(job);
+  }
+
+  /** A decision's own call with its id key last. */
+  private keyedCall({ keys, args }: DecisionJob): AloneCall {
+    return { clock: args[1], fn: undefined, keys: [...keys, decisionIdKey(keys[0])], args };
+  }
+
   private sendBatch(waiting: readonly Waiting[]): void {
     if (waiting.length === 1) {
       const { job, resolve, reject } = waiting[0];
       this.alone(job).then(resolve, reject);
       return;
     }
-    const batch: SentBatch = batchCall(waiting);
+    const batch: SentBatch = batchCall(waiting, this.memory.epoch);
     this.run(batch).then(
       (answers) => {
         for (let i = 0; i < waiting.length; i++) settle(waiting[i], answers[i]);
@@ -191,7 +217,7 @@ export class DecisionBatcher {
 
   /** One copy of a lost batch, whichever of its decisions asks first; another if it fails too. */
   private copyOf(job: DecisionJob, batch: SentBatch, index: number): Promise<unknown> {
-    const copy = (batch.copy ??= this.run(batch).catch((error: unknown) => {
+    const copy = (batch.copy ??= this.run(batch, true).catch((error: unknown) => {
       batch.copy = undefined;
       throw error;
     }));
@@ -203,9 +229,29 @@ export class DecisionBatcher {
     });
   }
 
-  private run(batch: SentBatch): Promise<Answers> {
+  private run(batch: SentBatch, copy = false): Promise<Answers> {
     this.inFlight++;
-    return this.runner.run(BATCH_SCRIPT, batch.keys, batch.args, DECISION_LIBRARY.batchFn).then(
+    const epoch = batch.args[0].endsWith('e') ? batch.args[1] : undefined;
+    const sent =
+      epoch === undefined
+        ? this.runner.run(BATCH_SCRIPT, batch.keys, batch.args, DECISION_LIBRARY.batchFn)
+        : this.runner
+            .callFunction(DECISION_LIBRARY.batchFn, batch.keys, batch.args)
+            .catch((error: unknown) => {
+              // As a lone decision's (see withoutLibrary).
+              if (!isNoFunction(error)) throw error;
+              const firstSending = !copy && this.memory.known === epoch;
+              this.memory.forget();
+              if (!firstSending) throw failsThisDecisionOnly(new StoreEpochError());
+              Object.assign(batch, batchCall(batch.waiting, undefined));
+              return this.runner.run(
+                BATCH_SCRIPT,
+                batch.keys,
+                batch.args,
+                DECISION_LIBRARY.batchFn,
+              );
+            });
+    return sent.then(
       (reply) => {
         this.inFlight--;
         return answersOf(reply, Number.parseInt(batch.args[0], 10));
@@ -222,54 +268,4 @@ function settle({ job, resolve, reject }: Waiting, answer: unknown[] | BatchedDe
   job.lost = undefined;
   if (answer instanceof BatchedDecisionError) reject(answer);
   else resolve(answer);
-}
-
-/**
- * The batch function's keys and arguments (see batch.lua): its id key first when any of its
- * decisions may apply something.
- */
-function batchCall(waiting: readonly Waiting[]): SentBatch {
-  let applies = false;
-  let keyCount = 0;
-  let argCount = 1;
-  for (const { job } of waiting) {
-    applies ||= job.applies;
-    keyCount += job.keys.length;
-    argCount += 2 + job.args.length;
-  }
-  const keys = new Array<string>(keyCount + (applies ? 1 : 0));
-  const args = new Array<string>(argCount);
-  let k = 0;
-  if (applies) keys[k++] = decisionIdKey(waiting[0].job.keys[0]);
-  args[0] = applies ? `${waiting.length}i` : String(waiting.length);
-  let a = 1;
-  for (const { job } of waiting) {
-    args[a++] = String(job.keys.length);
-    args[a++] = String(job.args.length);
-    for (const key of job.keys) keys[k++] = key;
-    for (const arg of job.args) args[a++] = arg;
-  }
-  return { keys, args };
-}
-
-/** Each decision's part of the batch's reply (see batch.lua). */
-function answersOf(reply: unknown, count: number): Answers {
-  const values = reply as unknown[];
-  const answers = new Array<unknown[] | BatchedDecisionError>(count);
-  let at = 0;
-  for (let d = 0; d < count; d++) {
-    const length = Array.isArray(values) ? Number(values[at]) : NaN;
-    if (length >= 0 && at + length < values.length) {
-      const own = new Array<unknown>(length);
-      for (let i = 0; i < length; i++) own[i] = values[at + 1 + i];
-      answers[d] = own;
-      at += 1 + length;
-    } else if (length === -1) {
-      answers[d] = new BatchedDecisionError(String(values[at + 1]));
-      at += 2;
-    } else {
-      answers[d] = new BatchedDecisionError(`malformed batch reply at ${at}`);
-    }
-  }
-  return answers;
 }

@@ -29,3 +29,15 @@ export function decisionIdKey(firstKey: string): string {
   if (close > open + 1) return `${firstKey.slice(0, close + 1)}:id:${id}`;
   return `{${firstKey}}:id:${id}`;
 }
+
+/**
+ * This process's part of every decision id: a decision whose reply Redis keeps in the function
+ * library's memory rather than under an id key carries it, and {@link decisionNumber}, as two
+ * arguments (see `recall` in once.lua).
+ */
+export const DECISION_SENDER = PROCESS_PART;
+
+/** The next decision's number, unique within this process (see {@link DECISION_SENDER}). */
+export function decisionNumber(): string {
+  return String(counter++);
+}

@@ -54,6 +54,25 @@ export class DecisionRunner {
     return this.loading;
   }
 
+  /** The server answered that it does not hold the library: loaded again, scripts meanwhile. */
+  libraryLost(): void {
+    if (this.mode !== 'functions') return;
+    this.mode = undefined;
+    void this.load();
+  }
+
+  /**
+   * FCALLs `fn`, a function with no script twin (its decision keeps its id in the library's
+   * memory). A server that does not hold the library answers it with the error, and the library
+   * is loaded again.
+   */
+  callFunction(fn: string, keys: readonly string[], args: ScriptArgs): Promise<unknown> {
+    return this.client.call(fn, keys, args).catch((error: unknown) => {
+      if (isNoFunction(error)) this.libraryLost();
+      throw error;
+    });
+  }
+
   /**
    * Runs `script`'s decision, or a batch of them with `fn` = `DECISION_LIBRARY.batchFn` and the
    * batch script.
@@ -67,8 +86,7 @@ export class DecisionRunner {
     if (this.mode === 'functions') {
       return this.client.call(fn, keys, args).catch((error: unknown) => {
         if (!isNoFunction(error)) throw error;
-        this.mode = undefined;
-        void this.load();
+        this.libraryLost();
         return this.client.run(script, keys, args);
       });
     }

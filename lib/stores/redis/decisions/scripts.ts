@@ -21,6 +21,10 @@ export interface DecisionLibrary {
   readonly fn: string;
   /** The function that takes a batch of decisions (see batch.lua). */
   readonly batchFn: string;
+  /** The function for the usual decision, its id kept in the library's memory (`decide_one`). */
+  readonly oneFn: string;
+  /** The read-only function that answers the epoch of that memory, for FCALL_RO. */
+  readonly epochFn: string;
   /** The text for FUNCTION LOAD. */
   readonly code: string;
 }
@@ -101,13 +105,22 @@ export const DECISION_LIBRARY: DecisionLibrary = (() => {
   const registered = (name: string) => [
     `redis.register_function('${name}', decide)`,
     `redis.register_function('${name}_batch', decide_batch)`,
+    `redis.register_function('${name}_one', decide_one)`,
+    `redis.register_function{function_name='${name}_epoch', callback=epoch, flags={'no-writes'}}`,
   ];
   const hash = createHash('sha1')
     .update([BATCH_BODY, ...registered('')].join('\n'))
     .digest('hex');
   const name = `ratelimit_${hash.slice(0, 16)}`;
   const code = [`#!lua name=${name}`, BATCH_BODY, ...registered(name)].join('\n');
-  return Object.freeze({ name, fn: name, batchFn: `${name}_batch`, code });
+  return Object.freeze({
+    name,
+    fn: name,
+    batchFn: `${name}_batch`,
+    oneFn: `${name}_one`,
+    epochFn: `${name}_epoch`,
+    code,
+  });
 })();
 
 /** The script with only the algorithm every policy uses, or the one with all of them. */
