@@ -14,8 +14,11 @@ export const RATE_LIMIT_OPTIONS = Symbol(
 export const RATE_LIMIT_RAW_OPTIONS = Symbol('RATE_LIMIT_RAW_OPTIONS');
 /** The store plus whether the module created it (and so must close it). */
 export const RATE_LIMIT_STORE_HANDLE = Symbol('RATE_LIMIT_STORE_HANDLE');
-/** The instance's memory store, which decides under `onStoreError: 'memory'`. */
-export const RATE_LIMIT_MEMORY_STORE = Symbol('RATE_LIMIT_MEMORY_STORE');
+/**
+ * The store as the module calls it (a `CallStore`): the `RateLimitStore` provider, adapted once.
+ * A provider of its own, so that a test that overrides `RateLimitStore` gets its store adapted too.
+ */
+export const RATE_LIMIT_CALL_STORE = Symbol('RATE_LIMIT_CALL_STORE');
 /** The module's telemetry (`RateLimitTelemetry`): metrics and trace spans, or nothing. */
 export const RATE_LIMIT_TELEMETRY = Symbol('RATE_LIMIT_TELEMETRY');
 /**

@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { algorithmOf } from '../algorithms/registry.js';
 import { leaseOf } from '../stores/decision.js';
-import { execute, type Limits } from '../store-contract/store-call.js';
-import { type RateLimitDecision, RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
+import { RATE_LIMIT_CALL_STORE, RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 
 /** Concurrency leases one call holds, under one decision. */
@@ -42,7 +42,7 @@ export class LeaseKeeper {
   private closed = false;
 
   constructor(
-    @Inject(RateLimitStore) private readonly store: RateLimitStore,
+    @Inject(RATE_LIMIT_CALL_STORE) private readonly store: CallStore,
     @Optional()
     @Inject(RATE_LIMIT_TELEMETRY)
     private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
@@ -62,7 +62,7 @@ export class LeaseKeeper {
     if (leaseOf(decision) === undefined) return undefined;
     if (this.closed) {
       // Taken by a call that was still waiting when the app shut down: nobody will end it.
-      void execute(this.store, { op: 'release', limits, of: decision }).catch(() => {});
+      void this.store.execute({ op: 'release', limits, of: decision }).catch(() => {});
       return undefined;
     }
     const { policies } = limits;
@@ -96,7 +96,7 @@ export class LeaseKeeper {
     lease.released = true;
     this.drop(lease);
     try {
-      await execute(this.store, { op: 'release', limits: lease.limits, of: lease.decision });
+      await this.store.execute({ op: 'release', limits: lease.limits, of: lease.decision });
     } catch (error) {
       this.warn(
         `Freeing a concurrency lease failed; it frees itself within its period: ${String(error)}`,
@@ -184,7 +184,8 @@ export class LeaseKeeper {
 
   private renew(lease: HeldLease): void {
     if (this.closed) return;
-    execute(this.store, { op: 'renew', limits: lease.limits, of: lease.decision })
+    this.store
+      .execute({ op: 'renew', limits: lease.limits, of: lease.decision })
       .then((renewed) => {
         if (renewed.allowed || lease.released) return;
         // Expired (the process stalled for a whole period) or reset: the slot may be someone

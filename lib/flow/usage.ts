@@ -1,6 +1,6 @@
 import { configError, MAX_THRESHOLD } from '../policy/validation.js';
-import { execute, type Limits } from '../store-contract/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 
 /*
  * What a call used, once it is known: checked, and charged in place of the estimate it was
@@ -12,7 +12,7 @@ import { type RateLimitDecision, type RateLimitStore } from '../store-contract/s
  * store call with the signed differences, none when they are all 0.
  */
 export function settleUsage(
-  store: RateLimitStore,
+  store: CallStore,
   limits: Limits,
   decision: RateLimitDecision,
   actual: number | readonly (number | undefined)[],
@@ -26,7 +26,7 @@ export function settleUsage(
     return delta;
   });
   if (!any) return Promise.resolve(decision);
-  return execute(store, { op: 'settle', limits: { keys, policies, costs: deltas }, of: decision });
+  return store.execute({ op: 'settle', limits: { keys, policies, costs: deltas }, of: decision });
 }
 
 /** What a call used: an integer from 0, at most what a policy's threshold may be. */

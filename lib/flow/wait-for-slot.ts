@@ -7,8 +7,8 @@ import {
   slotAtOf,
   withPolicies,
 } from '../stores/decision.js';
-import { execute, type Limits } from '../store-contract/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type LeaseKeeper } from './lease-keeper.js';
 import { strictLimits } from './strict-spacing.js';
 
@@ -71,7 +71,7 @@ const LEASE_POLL_JITTER_MS = 25;
  * caller goes away meanwhile; a slot already booked for it is given back first.
  */
 export async function waitForSlot(
-  store: RateLimitStore,
+  store: CallStore,
   leases: LeaseKeeper,
   limits: Limits,
   wait: SlotWait,
@@ -104,8 +104,8 @@ export async function waitForSlot(
       const sentAt = performance.now();
       const decision =
         bookable && leftMs > 0
-          ? await execute(store, { op: 'reserve', limits: decided, maxWaitMs: leftMs })
-          : await execute(store, { op: 'consume', limits: decided });
+          ? await store.execute({ op: 'reserve', limits: decided, maxWaitMs: leftMs })
+          : await store.execute({ op: 'consume', limits: decided });
       if (decision.allowed) {
         // The wait runs from the reply, so the call starts at its slot or after, never before.
         // A timer may fire up to a millisecond early: then it sleeps the rest.
@@ -178,7 +178,7 @@ function lateMs(decision: RateLimitDecision, sentAt: number, waitMs: number): nu
  * ignored: the slot then passes unused, and a lease expires.
  */
 async function giveBack(
-  store: RateLimitStore,
+  store: CallStore,
   limits: Limits,
   decision: RateLimitDecision,
 ): Promise<void> {
@@ -187,22 +187,22 @@ async function giveBack(
   const undo: Array<Promise<unknown>> = [];
   if (rateCosts.some((c) => c > 0)) {
     const rates = { keys, policies, costs: rateCosts, ledgers };
-    undo.push(execute(store, { op: 'refund', limits: rates, of: decision, counted: costs }));
+    undo.push(store.execute({ op: 'refund', limits: rates, of: decision, counted: costs }));
   }
   if (leaseOf(decision) !== undefined) {
-    undo.push(execute(store, { op: 'release', limits, of: decision }));
+    undo.push(store.execute({ op: 'release', limits, of: decision }));
   }
   await Promise.allSettled(undo);
 }
 
 /** Frees the lease an allowed decision took, if it took one; failures are ignored, as above. */
 async function freeLease(
-  store: RateLimitStore,
+  store: CallStore,
   limits: Limits,
   decision: RateLimitDecision,
 ): Promise<void> {
   if (leaseOf(decision) === undefined) return;
-  await execute(store, { op: 'release', limits, of: decision }).catch(() => undefined);
+  await store.execute({ op: 'release', limits, of: decision }).catch(() => undefined);
 }
 
 /**

@@ -1,11 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
+import { RATE_LIMIT_CALL_STORE, RATE_LIMIT_OPTIONS } from '../rate-limit.constants.js';
 import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { ForwardingStore } from '../stores/forwarding-store.js';
-import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { ResilientStore, type ServerAnswer } from '../stores/resilience/resilient.store.js';
-import { RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore } from '../store-contract/store-call.js';
 import { type RateLimitHealthDetails, resilienceDetails } from './store-health.js';
 
 export type { RateLimitHealthDetails } from './store-health.js';
@@ -59,7 +58,7 @@ export class RateLimitHealthIndicator {
   private pinging: Promise<ServerAnswer> | undefined;
 
   constructor(
-    @Inject(RateLimitStore) store: RateLimitStore,
+    @Inject(RATE_LIMIT_CALL_STORE) store: CallStore,
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
   ) {
     // Resolved once: the module's wrappers (block cache, resilience layer) around the store.
@@ -69,12 +68,7 @@ export class RateLimitHealthIndicator {
       primary = primary.inner;
     }
     if (primary instanceof RedisStore) this.redis = primary;
-    this.kind =
-      primary instanceof RedisStore
-        ? 'redis'
-        : primary instanceof MemoryStore
-          ? 'memory'
-          : primary.constructor.name;
+    this.kind = store.kind;
   }
 
   /**

@@ -10,7 +10,7 @@ import {
 import { APP_GUARD, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import {
   RATE_LIMIT_CLOCK,
-  RATE_LIMIT_MEMORY_STORE,
+  RATE_LIMIT_CALL_STORE,
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_RAW_OPTIONS,
   RATE_LIMIT_STORE_HANDLE,
@@ -33,6 +33,7 @@ import { configError } from '../policy/validation.js';
 import { checkFields, knownFields } from '../policy/known-fields.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
 import { createStore, type StoreHandle } from './store-factory.js';
+import { adaptStore } from '../stores/method-store.js';
 import { type Clock, RateLimitStore } from '../store-contract/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
@@ -83,9 +84,11 @@ const derivedProviders: Provider[] = [
     inject: [RATE_LIMIT_STORE_HANDLE],
   },
   {
-    provide: RATE_LIMIT_MEMORY_STORE,
-    useFactory: (handle: StoreHandle) => handle.memory,
-    inject: [RATE_LIMIT_STORE_HANDLE],
+    provide: RATE_LIMIT_CALL_STORE,
+    // The module's own chain, unless a test put a store of its own in place of RateLimitStore.
+    useFactory: (store: RateLimitStore, handle: StoreHandle) =>
+      store === handle.store ? handle.chain : adaptStore(store),
+    inject: [RateLimitStore, RATE_LIMIT_STORE_HANDLE],
   },
   {
     provide: OverrideRegistry,
@@ -128,7 +131,7 @@ const exported = [
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_TELEMETRY,
   RateLimitStore,
-  RATE_LIMIT_MEMORY_STORE,
+  RATE_LIMIT_CALL_STORE,
   LeaseKeeper,
   PendingOutcomes,
   OverrideRegistry,

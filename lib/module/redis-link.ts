@@ -1,13 +1,20 @@
 import { type BootstrapLogger, warnIfEvicting } from '../stores/redis/eviction-warning.js';
 import { type RedisStore } from '../stores/redis/redis.store.js';
 import { StoreNotConnectedError } from '../stores/redis/clients/script-client.js';
-import { type ResilientStore } from '../stores/resilience/resilient.store.js';
 
 /** How long bootstrap waits for a client to connect, and for the warm-up that follows. */
 export const CONNECT_TIMEOUT_MS = 2000;
 
 /** Who closes the client: the module (it created it), or its owner, who handed it over. */
 export type ClientOwner = 'module' | 'owner';
+
+/** Who answers decisions while Redis cannot, told when the client could not connect at start and when it does. */
+export interface ConnectionListener {
+  /** Redis was not reachable as the application started: `error` is what a decision would meet. */
+  unreachableAtStart(error: Error, reason: string): void;
+  /** The client connected after such a start. */
+  connected(): void;
+}
 
 /**
  * The module's side of one Redis client. The application starts whether Redis is there or not:
@@ -23,9 +30,9 @@ export class RedisLink {
 
   constructor(
     private readonly store: RedisStore,
-    private readonly guarded: ResilientStore,
     private readonly owner: ClientOwner,
     private readonly logger: BootstrapLogger,
+    private readonly listener: ConnectionListener,
   ) {
     this.unwatch = store.watchClient(() => this.onReady());
     this.openedHere = store.neverOpened;
@@ -48,7 +55,7 @@ export class RedisLink {
         this.store.connectionError?.message ?? `not connected within ${CONNECT_TIMEOUT_MS}ms`;
       // What a decision would fail with now, for an onStoreError handler to choose by.
       const error = new StoreNotConnectedError(this.store.library, reason);
-      this.guarded.unreachableAtStart(error, reason);
+      this.listener.unreachableAtStart(error, reason);
       return;
     }
     this.state = 'connected';
@@ -79,7 +86,7 @@ export class RedisLink {
   private onReady(): void {
     if (this.state !== 'unreachable') return;
     this.state = 'connected';
-    this.guarded.connected();
+    this.listener.connected();
     void this.warmUp();
   }
 

@@ -5,11 +5,15 @@ import {
 } from '../options/rate-limit.options.js';
 import { configError } from '../policy/validation.js';
 import { BlockCacheStore } from '../stores/block-cache.js';
+import { adaptStore } from '../stores/method-store.js';
+import { type OperationStore } from '../stores/operation-store.js';
 import { type BootstrapLogger } from '../stores/redis/eviction-warning.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { type RedisClient, scriptClientFor } from '../stores/redis/clients/redis-client.js';
 import { ResilientStore } from '../stores/resilience/resilient.store.js';
+import { UnguardedStore } from '../stores/resilience/unguarded.store.js';
+import { type CallStore } from '../store-contract/store-call.js';
 import { type RateLimitStore } from '../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js';
@@ -19,9 +23,13 @@ import { RedisOverrideSource } from '../overrides/redis-override-source.js';
 
 /** The active store, its link to Redis if any, and what the module does with them. */
 export interface StoreHandle {
+  /**
+   * What the module offers as `RateLimitStore`: the head of the store chain, or the memory store
+   * itself where no other store is involved.
+   */
   readonly store: RateLimitStore;
-  /** The instance's memory store: what decides under `onStoreError: 'memory'`. */
-  readonly memory: RateLimitStore;
+  /** The head of the store chain: what the module calls. */
+  readonly chain: OperationStore;
   /** Resolves once a Redis client is connected and warmed up, or after its connect timeout. */
   ready(): Promise<void>;
   /** What to log once the application has started, if a warning has not said it already. */
@@ -73,7 +81,7 @@ export function createStore(
       maxKeys: options.maxMemoryKeys,
     }));
   const guard = (
-    primary: RateLimitStore,
+    primary: CallStore,
     ownsPrimary: boolean,
     ping?: (withinMs: number) => Promise<number>,
   ) =>
@@ -87,20 +95,22 @@ export function createStore(
       ping,
     });
   // Outermost, so a flooding key costs neither a store call nor a deadline.
-  const cached = (guarded: ResilientStore): RateLimitStore =>
+  const cached = (guarded: ResilientStore): OperationStore =>
     options.blockCache ? new BlockCacheStore(guarded, { clock, telemetry }) : guarded;
+  // A memory store cannot fail or stall, so nothing guards it (see `UnguardedStore`).
+  const unguarded = (primary: MemoryStore) => new UnguardedStore(primary);
   const handle = (
     kind: string,
-    active: RateLimitStore,
+    offered: RateLimitStore,
+    chain: OperationStore,
     owned: boolean,
-    fallback = memory(),
   ): StoreHandle => ({
-    store: active,
-    memory: fallback,
+    store: offered,
+    chain,
     ready: () => Promise.resolve(),
     startedMessage: () => `Using the ${kind} store`,
     close: async () => {
-      if (owned) await active.close?.();
+      if (owned) await chain.close();
     },
     overrides: () => new MemoryOverrideSource(clock),
   });
@@ -108,15 +118,15 @@ export function createStore(
     // A cluster's PING goes to one master, which says nothing of the others.
     const ping = primary.isCluster ? undefined : (ms: number) => primary.ping(ms);
     const guarded = guard(primary, ownsPrimary, ping);
-    const link = new RedisLink(primary, guarded, owner, logger);
+    const link = new RedisLink(primary, owner, logger, guarded);
     const active = cached(guarded);
     return {
       store: active,
-      memory: memory(),
+      chain: active,
       ready: () => link.ready(),
       startedMessage: () => link.startedMessage,
       close: async () => {
-        await active.close?.();
+        await active.close();
         await link.close();
       },
       overrides: () => RedisOverrideSource.forStore(primary, options.keyPrefix),
@@ -127,18 +137,19 @@ export function createStore(
     if (store === null || typeof store.consume !== 'function') {
       throw configError(WHERE, 'store', store, 'an object with a consume() method');
     }
-    // A memory store cannot fail or stall, so there is nothing to guard it against.
     if (store instanceof MemoryStore) {
-      return handle('custom', store, false, store);
+      made = store;
+      return handle('custom', store, unguarded(store), false);
     }
     if (store instanceof RedisStore) {
       // Handed over ready-made, it gets what the module gives the Redis stores it builds.
       store.answerWithinByDefault(options.timeout);
       return linked(store, 'owner', false);
     }
-    return handle('custom', cached(guard(store, false)), true);
+    const chain = cached(guard(adaptStore(store), false));
+    return handle('custom', chain, chain, true);
   }
-  if (redis === undefined) return handle('memory', memory(), true);
+  if (redis === undefined) return handle('memory', memory(), unguarded(memory()), true);
   if (scriptClientFor(redis) !== undefined) {
     const primary = new RedisStore({
       client: redis as RedisClient,

@@ -10,12 +10,12 @@ import { Reflector } from '@nestjs/core';
 import { LeaseKeeper } from '../flow/lease-keeper.js';
 import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import {
-  RATE_LIMIT_MEMORY_STORE,
+  RATE_LIMIT_CALL_STORE,
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_TELEMETRY,
 } from '../rate-limit.constants.js';
-import { execute, type Limits } from '../store-contract/store-call.js';
-import { type RateLimitDecision, RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 import { PendingOutcomes } from '../transports/pending-outcomes.js';
 import { transportFor } from '../transports/index.js';
 import { DecisionHooks } from './decision-hooks.js';
@@ -52,10 +52,9 @@ export class RateLimitGuard implements CanActivate {
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
-    @Inject(RateLimitStore) private readonly store: RateLimitStore,
+    @Inject(RATE_LIMIT_CALL_STORE) private readonly store: CallStore,
     reflector: Reflector,
     private readonly leases: LeaseKeeper,
-    @Inject(RATE_LIMIT_MEMORY_STORE) memory: RateLimitStore,
     pending: PendingOutcomes,
     overrides: OverrideRegistry,
     @Optional()
@@ -65,7 +64,7 @@ export class RateLimitGuard implements CanActivate {
     this.plans = new RoutePlans(reflector, options.shadow);
     this.hooks = new DecisionHooks(options);
     const logger = new Logger('RateLimit');
-    this.bounds = new UserFunctionBounds(options, memory, logger);
+    this.bounds = new UserFunctionBounds(options, logger);
     this.limits = new RequestLimits(options, this.bounds, logger, overrides);
     this.answer = new RouteAnswer(this.hooks, options.headers, options.errorMessage);
     this.settlement = new Settlement(leases, pending);
@@ -81,14 +80,13 @@ export class RateLimitGuard implements CanActivate {
       if (skip === true || (skip !== false && (await skip))) return true;
     }
     const call: RouteCall = { context, transport, plan };
-    const limits = await this.limits.of(call);
-    const store = this.bounds.storeFor(context, this.store, limits.policies);
+    const limits = this.bounds.marked(context, await this.limits.of(call));
     if (plan.features === undefined) {
-      const decision = await execute(store, { op: 'consume', limits });
+      const decision = await this.store.execute({ op: 'consume', limits });
       if (this.telemetry.enabled) this.count(call, decision, false);
       return this.answer.answer(call, limits.policies, decision);
     }
-    return this.decideWithFeatures(call, plan.features, limits, store);
+    return this.decideWithFeatures(call, plan.features, limits);
   }
 
   /** Own trackers, outcome counting, shadow policies, waiting or leases. */
@@ -96,8 +94,8 @@ export class RateLimitGuard implements CanActivate {
     call: RouteCall,
     features: RouteFeatures,
     limits: Limits,
-    store: RateLimitStore,
   ): Promise<boolean> {
+    const store = this.store;
     const { decision, parts, enforced, waited } = await decideRoute(
       call,
       features,

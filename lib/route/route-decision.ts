@@ -2,12 +2,8 @@ import { HttpException } from '@nestjs/common';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';
 import { type SlotWait, waitForSlot } from '../flow/wait-for-slot.js';
 import { combineDecisions } from '../stores/decision.js';
-import { execute, type Limits } from '../store-contract/store-call.js';
-import {
-  type PolicyDecision,
-  type RateLimitDecision,
-  type RateLimitStore,
-} from '../store-contract/store.interface.js';
+import { type CallStore, type Limits } from '../store-contract/store-call.js';
+import { type PolicyDecision, type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { RouteKeys } from '../keys/route-keys.js';
 import { type RouteCall, type RouteFeatures } from './route-plan.js';
@@ -44,7 +40,7 @@ export async function decideRoute(
   call: RouteCall,
   features: RouteFeatures,
   limits: Limits,
-  store: RateLimitStore,
+  store: CallStore,
   leases: LeaseKeeper,
   telemetry: RateLimitTelemetry,
 ): Promise<RouteDecision> {
@@ -60,7 +56,7 @@ export async function decideRoute(
   const decided = await Promise.all(
     parts.map((part) =>
       part.shadow || (features.maxWaitMs === 0 && features.outcomeWaitMs === 0)
-        ? execute(store, { op: 'consume', limits: part })
+        ? store.execute({ op: 'consume', limits: part })
         : waitForSlot(store, leases, part, slotWait(call, features, onWaited)),
     ),
   );
@@ -116,7 +112,7 @@ function withLedgers(features: RouteFeatures, limits: Limits): Limits {
 }
 
 function splitByShadow(features: RouteFeatures, limits: Limits): DecisionPart[] {
-  const { keys, policies, costs, ledgers } = limits;
+  const { keys, policies, costs, ledgers, answerWithout } = limits;
   if (!features.anyShadow)
     return [{ shadow: false, indexes: policies.map((_, i) => i), ...limits }];
   const parts: DecisionPart[] = [];
@@ -130,6 +126,7 @@ function splitByShadow(features: RouteFeatures, limits: Limits): DecisionPart[] 
       policies: indexes.map((i) => policies[i]),
       costs: indexes.map((i) => costs[i]),
       ...(ledgers === undefined ? {} : { ledgers: indexes.map((i) => ledgers[i]) }),
+      ...(answerWithout === undefined ? {} : { answerWithout }),
     });
   }
   return parts;

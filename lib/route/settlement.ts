@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { type HeldLease, type LeaseKeeper } from '../flow/lease-keeper.js';
-import { execute } from '../store-contract/store-call.js';
-import { type RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore } from '../store-contract/store-call.js';
 import { type PendingOutcomes } from '../transports/pending-outcomes.js';
 import { type CountMode } from '../templates/route-policy.js';
 import { type DecisionPart } from './route-decision.js';
@@ -35,7 +34,7 @@ export class Settlement {
   settle(
     { context, transport, plan }: RouteCall,
     features: RouteFeatures,
-    store: RateLimitStore,
+    store: CallStore,
     parts: readonly DecisionPart[],
     admitted: boolean,
   ): void {
@@ -69,7 +68,7 @@ export class Settlement {
 
   private giveBack(
     features: RouteFeatures,
-    store: RateLimitStore,
+    store: CallStore,
     parts: readonly DecisionPart[],
     succeeded: boolean,
   ): void {
@@ -85,18 +84,20 @@ export class Settlement {
       // the refund is sent for that alone then.
       const { ledgers } = part;
       if (costs.every((c) => c === 0) && ledgers === undefined) continue;
-      execute(store, {
-        op: 'refund',
-        limits: { keys: part.keys, policies: part.policies, costs, ledgers },
-        of: decision,
-        counted: part.costs,
-      }).then(
-        // Callers waiting here for this outcome ask again at once; elsewhere, when they poll.
-        () => ledgers !== undefined && this.leases.roomMade(part.keys),
-        (error: unknown) => {
-          this.warn(`Giving back a request that does not count failed: ${String(error)}`);
-        },
-      );
+      store
+        .execute({
+          op: 'refund',
+          limits: { keys: part.keys, policies: part.policies, costs, ledgers },
+          of: decision,
+          counted: part.costs,
+        })
+        .then(
+          // Callers waiting here for this outcome ask again at once; elsewhere, when they poll.
+          () => ledgers !== undefined && this.leases.roomMade(part.keys),
+          (error: unknown) => {
+            this.warn(`Giving back a request that does not count failed: ${String(error)}`);
+          },
+        );
     }
   }
 

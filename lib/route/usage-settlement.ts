@@ -1,6 +1,6 @@
 import { type ExecutionContext } from '@nestjs/common';
 import { checkUsage, settleUsage } from '../flow/usage.js';
-import { type RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore } from '../store-contract/store-call.js';
 import { type DecisionPart } from './route-decision.js';
 import { type RouteFeatures } from './route-plan.js';
 import { isPromise } from '../templates/policy-template.js';
@@ -19,7 +19,7 @@ export class UsageSettlement {
     context: ExecutionContext,
     result: unknown,
     features: RouteFeatures,
-    store: RateLimitStore,
+    store: CallStore,
     parts: readonly DecisionPart[],
     where: string,
   ): void {

@@ -6,8 +6,8 @@ import {
 import { type Duration, type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { parseDuration } from '../policy/validation.js';
 import { type AcquireOptions } from './service-options.js';
-import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
-import { type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
+import { type CallStore, type Limits } from '../store-contract/store-call.js';
 import { type LeaseKeeper } from '../flow/lease-keeper.js';
 import { type SlotWait, waitForSlot } from '../flow/wait-for-slot.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
@@ -42,7 +42,7 @@ export function permitOf(
  * the call, run in the same turn as the last check (see `SlotWait.begin`).
  */
 export async function admit(
-  store: RateLimitStore,
+  store: CallStore,
   leases: LeaseKeeper,
   limits: Limits,
   options: AcquireOptions | undefined,

@@ -10,7 +10,11 @@ import {
   type ReserveOptions,
   type RunOptions,
 } from './service-options.js';
-import { RATE_LIMIT_OPTIONS, RATE_LIMIT_TELEMETRY } from '../rate-limit.constants.js';
+import {
+  RATE_LIMIT_CALL_STORE,
+  RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_TELEMETRY,
+} from '../rate-limit.constants.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { type Duration, type RateLimitPolicy } from '../policy/rate-limit.policy.js';
@@ -23,7 +27,8 @@ import {
 } from '../overrides/override-commands.js';
 import { type OverrideLimit, type OverrideOptions } from '../overrides/overridden-policy.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
-import { type RateLimitDecision, RateLimitStore } from '../store-contract/store.interface.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
+import { type CallStore } from '../store-contract/store-call.js';
 
 /**
  * Rate limiting outside HTTP handlers: queues, jobs, sockets, or any code path. Uses the same
@@ -41,7 +46,7 @@ export class RateLimitService {
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
-    @Inject(RateLimitStore) store: RateLimitStore,
+    @Inject(RATE_LIMIT_CALL_STORE) store: CallStore,
     leases: LeaseKeeper,
     private readonly registry: OverrideRegistry,
     @Optional()

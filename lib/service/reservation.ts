@@ -1,7 +1,7 @@
 import { configError } from '../policy/validation.js';
 import { checkUsage, settleUsage } from '../flow/usage.js';
-import { type Limits } from '../store-contract/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore, type Limits } from '../store-contract/store-call.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 
 /**
  * What `RateLimitService.reserve` resolves with: the decision that took the estimate, plus how
@@ -32,7 +32,7 @@ export interface RateLimitReservation extends RateLimitDecision {
 
 /** The ticket of a reservation `decision` made on `limits`, each policy costing `estimate`. */
 export function reservationOf(
-  store: RateLimitStore,
+  store: CallStore,
   limits: Limits,
   decision: RateLimitDecision,
   estimate: number,

@@ -4,13 +4,12 @@ import { checkUsage, settleUsage } from '../flow/usage.js';
 import { type RateLimitPolicy } from '../policy/rate-limit.policy.js';
 import { configError } from '../policy/validation.js';
 import {
-  execute,
+  type CallStore,
   type Limits,
   type StoreCall,
   type StoreOperation,
-  supports,
 } from '../store-contract/store-call.js';
-import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
+import { type RateLimitDecision } from '../store-contract/store.interface.js';
 import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { admit, permitOf, type RateLimitPermit } from './permit.js';
 import { type RateLimitReservation, reservationOf } from './reservation.js';
@@ -41,7 +40,7 @@ const WHERE: Readonly<Record<StoreOperation, string>> = {
 /** How `RateLimitService` carries out its calls, once their arguments are checked. */
 export class ServiceCalls {
   constructor(
-    private readonly store: RateLimitStore,
+    private readonly store: CallStore,
     private readonly leases: LeaseKeeper,
     private readonly limits: ServiceLimits,
     private readonly telemetry: RateLimitTelemetry,
@@ -58,7 +57,7 @@ export class ServiceCalls {
     const where = WHERE[op];
     checkCallOptions(options, 'consume', where);
     const limits = this.limits.of(where, key, policy, options, op !== 'consume');
-    const decided = execute(this.store, { ...extras, op, limits });
+    const decided = this.store.execute({ ...extras, op, limits });
     // Only consume decides: peek records nothing; refund, reset and block are no requests.
     return op === 'consume' ? this.telemetry.counted(where, decided) : decided;
   }
@@ -153,8 +152,8 @@ export class ServiceCalls {
         'a rate algorithm: a reservation settles usage, not calls at once',
       );
     }
-    if (!supports(this.store, 'settle')) {
-      const name = this.store.constructor?.name ?? 'store';
+    if (!this.store.supports('settle')) {
+      const name = this.store.kind;
       throw configError(where, 'store', name, 'a store with a settle() method');
     }
     return limits;

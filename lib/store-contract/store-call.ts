@@ -1,7 +1,7 @@
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type RateLimitDecision, type RateLimitStore } from './store.interface.js';
+import { type ResolvedPolicy, type StoreErrorPolicy } from '../policy/rate-limit.policy.js';
+import { type RateLimitDecision } from './store.interface.js';
 
-/** What a store call does to the keys: the methods of {@link RateLimitStore} that decide. */
+/** What a store call does to the keys: the methods of `RateLimitStore` that decide. */
 export type StoreOperation =
   'consume' | 'peek' | 'refund' | 'reset' | 'block' | 'reserve' | 'release' | 'renew' | 'settle';
 
@@ -17,6 +17,13 @@ export interface Limits {
    * elsewhere, and then nothing about a call changes.
    */
   readonly ledgers?: readonly (string | undefined)[];
+  /**
+   * Set when a function of yours that the limits waited on did not settle within
+   * `functionTimeout`: the store is not asked, and every call on these limits is answered as
+   * this `onStoreError` value says (a policy's own answer, if stricter, wins), as if the store had
+   * failed. The keys of such limits may stand in for the ones the function would have given.
+   */
+  readonly answerWithout?: StoreErrorPolicy;
 }
 
 /** One call into a store: what it does, to which limits, with what it needs beside them. */
@@ -55,57 +62,21 @@ export interface StoreCall {
 }
 
 /**
- * Marks the stores that take a {@link StoreCall} whole, through their `execute` method: the
- * module's own, built on `OperationStore`. A symbol, so that a custom store's own `execute`, if it
- * has one, is never taken for that.
+ * A store as the module calls it: a {@link StoreCall} taken whole. The module's own stores are
+ * built this way; a custom store, which implements the public methods of `RateLimitStore`,
+ * is adapted to it once, when the module is built (see `adaptStore`), so that nothing past that
+ * point asks what kind of store it holds.
  */
-export const TAKES_CALLS: unique symbol = Symbol('nest-rate-limit.takesCalls');
-
-/** A store that takes calls whole; see {@link TAKES_CALLS}. */
-export interface CallTakingStore extends RateLimitStore {
-  readonly [TAKES_CALLS]: true;
+export interface CallStore {
+  /** Does what `call` says. */
   execute(call: StoreCall): Promise<RateLimitDecision>;
-}
-
-/**
- * Runs `call` on `store`: through its `execute` when it takes calls whole, else through the
- * public method of the operation (a custom store). A store without that optional method rejects
- * with an error that names it.
- */
-export function execute(store: RateLimitStore, call: StoreCall): Promise<RateLimitDecision> {
-  if ((store as Partial<CallTakingStore>)[TAKES_CALLS] === true) {
-    return (store as CallTakingStore).execute(call);
-  }
-  const { keys, policies, costs } = call.limits;
-  if (call.op === 'consume') return store.consume(keys, policies, costs);
-  if (typeof store[call.op] !== 'function') {
-    const name = store.constructor?.name ?? 'store';
-    return Promise.reject(new TypeError(`The rate-limit store ${name} has no ${call.op}() method`));
-  }
-  switch (call.op) {
-    case 'block':
-      return store.block!(keys, policies, call.durationMs ?? 0);
-    case 'refund':
-      return store.refund!(keys, policies, costs, call.of);
-    case 'reserve':
-      return store.reserve!(keys, policies, costs, call.maxWaitMs ?? 0);
-    case 'release':
-    case 'renew':
-    case 'settle':
-      return store[call.op]!(keys, policies, costs, call.of!);
-    default:
-      return store[call.op]!(keys, policies, costs);
-  }
-}
-
-/**
- * Whether `store` can do `op`: every store consumes, the module's own stores do everything, and
- * a custom store does what it has a method for.
- */
-export function supports(store: RateLimitStore, op: StoreOperation): boolean {
-  return (
-    op === 'consume' ||
-    (store as Partial<CallTakingStore>)[TAKES_CALLS] === true ||
-    typeof store[op] === 'function'
-  );
+  /** What the store is, for messages and health reports: 'redis', 'memory', a custom store's class. */
+  readonly kind: string;
+  /** Whether it can do `op`: the module's stores do everything; a custom store what it has a method for. */
+  supports(op: StoreOperation): boolean;
+  /** The server that decides on `keys` (a cluster's master); '' for one server, or where it cannot tell. */
+  nodeOf(keys: readonly string[]): string;
+  /** PINGs the server `nodeOf` named, where the store can tell its servers apart. */
+  pingNode?(node: string, withinMs: number): Promise<unknown>;
+  close(): Promise<void>;
 }

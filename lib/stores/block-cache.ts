@@ -2,12 +2,8 @@ import { type Block, covers, leasesFull, replay, shortestWait } from './block-re
 import { monotonicClock } from './clock.js';
 import { outcomesPendingOf, preciseWaitOf } from './decision.js';
 import { ForwardingStore } from './forwarding-store.js';
-import { execute, type StoreCall } from '../store-contract/store-call.js';
-import {
-  type Clock,
-  type RateLimitDecision,
-  type RateLimitStore,
-} from '../store-contract/store.interface.js';
+import { type CallStore, type StoreCall } from '../store-contract/store-call.js';
+import { type Clock, type RateLimitDecision } from '../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { isStoreFailure } from './resilience/store-failure.js';
 
@@ -60,7 +56,7 @@ export class BlockCacheStore extends ForwardingStore {
   private readonly maxSize: number;
   private readonly telemetry: RateLimitTelemetry;
 
-  constructor(inner: RateLimitStore, options: BlockCacheOptions = {}) {
+  constructor(inner: CallStore, options: BlockCacheOptions = {}) {
     super(inner);
     this.clock = options.clock ?? monotonicClock;
     this.maxSize = options.maxSize ?? DEFAULT_BLOCK_CACHE_SIZE;
@@ -73,10 +69,13 @@ export class BlockCacheStore extends ForwardingStore {
    * other call, a reservation included, goes to the store as it is (a block placed there is
    * learnt from the store, once per request). A settlement's charge only adds, so a block stands;
    * and nothing allowed is ever answered here, so no answer of the cache goes stale with it.
+   * Limits to be answered without the store pass as they are: their keys may be stand-ins.
    */
   override execute(call: StoreCall): Promise<RateLimitDecision> {
     const { op } = call;
-    if (op === 'consume') return this.consumeCached(call);
+    if (op === 'consume' && call.limits.answerWithout === undefined) {
+      return this.consumeCached(call);
+    }
     if (op === 'refund' || op === 'reset' || op === 'release' || givesBack(call)) {
       this.unblock(call.limits.keys);
     }
@@ -114,7 +113,7 @@ export class BlockCacheStore extends ForwardingStore {
       const storeFailed = await new Promise<boolean>((resolve) => hot.waiters.push(resolve));
       // The store failed the call this one waited on: marked, so that the resilient store below
       // answers it as `onStoreError` says without asking the store again.
-      if (storeFailed) return execute(this.inner, { ...call, failedMeanwhile: true });
+      if (storeFailed) return this.inner.execute({ ...call, failedMeanwhile: true });
     }
   }
 
@@ -139,7 +138,7 @@ export class BlockCacheStore extends ForwardingStore {
     if (hot !== undefined) hot.inFlight++;
     let decision: RateLimitDecision;
     try {
-      decision = await execute(this.inner, call);
+      decision = await this.inner.execute(call);
     } catch (error) {
       // The calls waiting on this one get `onStoreError` only when the store failed; after an
       // error of this call's own, each asks for itself.

@@ -1,18 +1,39 @@
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { type CallTakingStore, type StoreCall, TAKES_CALLS } from '../store-contract/store-call.js';
-import { type RateLimitDecision } from '../store-contract/store.interface.js';
+import {
+  type CallStore,
+  type StoreCall,
+  type StoreOperation,
+} from '../store-contract/store-call.js';
+import { type RateLimitDecision, type RateLimitStore } from '../store-contract/store.interface.js';
 
 /**
  * A store that does everything through one method: each public method of `RateLimitStore`
  * becomes a {@link StoreCall} handed to `execute`. The module's stores build on it, so that an
- * operation is spelled out once, not once per store; `execute(store, call)` hands a call to such
- * a store as it is, without taking it apart into arguments and building it again.
+ * operation is spelled out once, not once per store, and the module hands them its calls as they
+ * are, without taking them apart into arguments and building them again.
  */
-export abstract class OperationStore implements CallTakingStore {
-  readonly [TAKES_CALLS] = true as const;
-
+export abstract class OperationStore implements RateLimitStore, CallStore {
   /** Does what `call` says; every public method comes down to this. */
   abstract execute(call: StoreCall): Promise<RateLimitDecision>;
+
+  /** Every operation: each public method comes down to `execute`. */
+  supports(_op: StoreOperation): boolean {
+    return true;
+  }
+
+  /** What the store is, for messages and health reports: its class's name unless it says. */
+  get kind(): string {
+    return this.constructor.name;
+  }
+
+  /** One server unless a store says otherwise. */
+  nodeOf(_keys: readonly string[]): string {
+    return '';
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
 
   consume(
     keys: readonly string[],

@@ -2,11 +2,10 @@ import { type ExecutionContext, HttpException } from '@nestjs/common';
 import { isError } from '../stores/errors.js';
 import { type ResolvedRateLimitOptions } from '../options/rate-limit.options.js';
 import { Deadlines } from '../stores/resilience/deadlines.js';
-import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { answerFor, DegradedStore } from '../stores/resilience/degraded.store.js';
+import { answerFor, chooseAnswer } from '../stores/resilience/store-error-answers.js';
 import { type OutageLogger } from '../stores/resilience/resilient.store.js';
+import { type Limits } from '../store-contract/store-call.js';
 import {
-  type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
 } from '../store-contract/store.interface.js';
@@ -147,23 +146,14 @@ export class UserFunctionBounds implements FunctionBound {
   private readonly reports = new Map<string, Report>();
   private readonly timeoutMs: number;
   private readonly onStoreError: StoreErrorPolicy | StoreErrorHandler;
-  /** What decides a call one of whose functions expired, per `onStoreError`. */
-  private readonly degraded: Readonly<Record<StoreErrorPolicy, RateLimitStore>>;
 
-  /** `memory` is the instance's memory store, which decides under `'memory'`. */
   constructor(
     options: Pick<ResolvedRateLimitOptions, 'functionTimeout' | 'onStoreError'>,
-    memory: RateLimitStore,
     private readonly logger: OutageLogger,
   ) {
     this.timeoutMs = options.functionTimeout;
     this.onStoreError = options.onStoreError;
     this.deadlines = new Deadlines(this.timeoutMs, () => EXPIRY);
-    this.degraded = {
-      memory: new DegradedStore('memory', memory),
-      allow: new DegradedStore('allow', memory),
-      deny: new DegradedStore('deny', memory),
-    };
   }
 
   settle<T>(
@@ -180,23 +170,20 @@ export class UserFunctionBounds implements FunctionBound {
   }
 
   /**
-   * What decides the call: `store`, or, when one of its functions expired, what `onStoreError`
-   * says, as if the store had failed: the module's, or that of `policies` that have their own
-   * (the strictest answer wins). The warnings are logged here, once the answer is known.
+   * `limits` as the call is decided: as they are, or, when one of its functions expired, marked
+   * to be answered as `onStoreError` says, as if the store had failed (see
+   * `Limits.answerWithout`): the module's answer, or that of the policies that have their own
+   * (the strictest wins). The warnings are logged here, once the answer is known.
    */
-  storeFor(
-    context: ExecutionContext,
-    store: RateLimitStore,
-    policies: readonly ResolvedPolicy[],
-  ): RateLimitStore {
-    if (this.undecided === 0) return store;
+  marked(context: ExecutionContext, limits: Limits): Limits {
+    if (this.undecided === 0) return limits;
     const expiry = this.expired.get(context);
-    if (expiry === undefined) return store;
+    if (expiry === undefined) return limits;
     this.expired.delete(context);
     this.undecided--;
-    const answer = answerFor(policies, expiry.answer);
+    const answer = answerFor(limits.policies, expiry.answer);
     for (const fn of expiry.fns) this.report(fn, expiry.where, answer);
-    return this.degraded[answer];
+    return { ...limits, answerWithout: answer };
   }
 
   private expire(fn: UserFunction, context: ExecutionContext, where: string): void {
@@ -209,18 +196,12 @@ export class UserFunctionBounds implements FunctionBound {
     expiry.fns.push(fn);
   }
 
-  /** Asks `onStoreError`, if a function; one that throws or answers nonsense gets `'memory'`. */
+  /** What `onStoreError` answers for the expiry; a handler that throws gets `'memory'`. */
   private choose(fn: UserFunction, where: string): StoreErrorPolicy {
     const handler = this.onStoreError;
     if (typeof handler !== 'function') return handler;
-    try {
-      // Made only for a handler: a flood of expiries builds no stack traces otherwise.
-      const chosen = handler(new UserFunctionTimeoutError(fn, where, this.timeoutMs));
-      if (chosen === 'memory' || chosen === 'allow' || chosen === 'deny') return chosen;
-    } catch {
-      // The store's own failures report a handler that throws; here it just means 'memory'.
-    }
-    return 'memory';
+    // Made only for a handler: a flood of expiries builds no stack traces otherwise.
+    return chooseAnswer(handler, new UserFunctionTimeoutError(fn, where, this.timeoutMs));
   }
 
   private report(fn: UserFunction, where: string, answer: StoreErrorPolicy): void {

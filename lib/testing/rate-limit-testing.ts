@@ -4,6 +4,7 @@ import { RATE_LIMIT_STORE_HANDLE } from '../rate-limit.constants.js';
 import { ForwardingStore } from '../stores/forwarding-store.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import { type RateLimitStore } from '../store-contract/store.interface.js';
+import { type CallStore } from '../store-contract/store-call.js';
 import { AllowAllStore } from './allow-all.store.js';
 
 /**
@@ -43,7 +44,7 @@ export const RateLimitTesting = {
    */
   async reset(app: Pick<INestApplicationContext, 'get'>): Promise<void> {
     const handle = app.get<symbol, StoreHandle>(RATE_LIMIT_STORE_HANDLE, { strict: false });
-    let store = handle.store;
+    let store: CallStore = handle.chain;
     while (store instanceof ForwardingStore) store = store.inner;
     if (!(store instanceof MemoryStore)) {
       throw new Error(
@@ -53,6 +54,5 @@ export const RateLimitTesting = {
     }
     // A memory store's close() empties it and leaves it working: all a reset needs.
     await store.close();
-    await handle.memory.close?.();
   },
 };

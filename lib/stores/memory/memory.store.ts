@@ -173,7 +173,11 @@ export class MemoryStore extends OperationStore {
     return this.bytes;
   }
 
-  close(): Promise<void> {
+  override get kind(): string {
+    return 'memory';
+  }
+
+  override close(): Promise<void> {
     this.entries.clear();
     this.bytes = 0;
     this.sweep = undefined;

@@ -24,13 +24,23 @@ interface Pending {
  * the same turn as the replies the store sent in time, which wait unread on the socket, and fail
  * every call in flight. So a tick only marks the overdue calls, and fails them from
  * `setImmediate`, after the poll phase has read what had arrived: one per tick, not per call.
- * A command that was still in the client when the stall began (node-redis writes a burst 16 KB
- * a turn) goes out only after it, past its deadline: that call fails, as the timeout says.
+ * A command that had not left this process when the stall began (a decision waiting for the end
+ * of the turn to join a batch, or node-redis writing a burst 16 KB a turn) goes out only after it,
+ * past its deadline: that call fails, as the timeout says (by this deadline, or by Redis refusing
+ * it late), but the store never saw it late. A tick that runs a whole tick late tells such a
+ * stall, and {@link heldBack} tells such a call.
  */
 export class Deadlines {
   private queue: Pending[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** When the interval last ran (or started). */
+  private tickedAt = 0;
+  /**
+   * The latest stall the interval saw: this process was held up after `from` until `until`, and
+   * the last tick before it ran at `after`.
+   */
+  private readonly held = { after: 0, from: 0, until: 0 };
   readonly tickMs: number;
 
   /** `expired` makes what an overdue call rejects with; a `StoreTimeoutError` unless told. */
@@ -44,9 +54,14 @@ export class Deadlines {
   /**
    * Resolves like `promise`, or rejects with the expiry error once the deadline passes.
    * `onLate` is told the value of a promise that resolves after that rejection: the store did
-   * what was asked, although the caller was answered without it.
+   * what was asked, although the caller was answered without it; `onLateError`, the error of one
+   * that rejects after it.
    */
-  race<T>(promise: Promise<T>, onLate?: (value: T) => void): Promise<T> {
+  race<T>(
+    promise: Promise<T>,
+    onLate?: (value: T) => void,
+    onLateError?: (error: unknown) => void,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const pending: Pending = {
         deadline: performance.now() + this.timeoutMs,
@@ -54,7 +69,10 @@ export class Deadlines {
         reject,
       };
       this.queue.push(pending);
-      this.timer ??= setInterval(() => this.tick(), this.tickMs).unref();
+      if (this.timer === undefined) {
+        this.tickedAt = pending.deadline - this.timeoutMs;
+        this.timer = setInterval(() => this.tick(), this.tickMs).unref();
+      }
       promise.then(
         (value) => {
           if (pending.settled) {
@@ -66,7 +84,10 @@ export class Deadlines {
           resolve(value);
         },
         (error: unknown) => {
-          if (pending.settled) return;
+          if (pending.settled) {
+            onLateError?.(error);
+            return;
+          }
           pending.settled = true;
           reject(error);
         },
@@ -76,6 +97,12 @@ export class Deadlines {
 
   private tick(): void {
     const now = performance.now();
+    if (now - this.tickedAt > 2 * this.tickMs) {
+      this.held.after = this.tickedAt;
+      this.held.from = this.tickedAt + this.tickMs;
+      this.held.until = now;
+    }
+    this.tickedAt = now;
     const queue = this.queue;
     let head = this.head;
     let overdue: Pending[] | undefined;
@@ -107,6 +134,20 @@ export class Deadlines {
       pending.settled = true;
       pending.reject(this.expired());
     }
+  }
+
+  /**
+   * Whether this process held back the call it made at `startedAt`, so that its failure says
+   * nothing of the store: its deadline fell while the event loop was blocked, and it was made
+   * after the last tick before that, so it may never have left (a call made earlier had a whole
+   * turn to go out, and the stall, to read a reply sent in time). Known for the latest stall while
+   * calls were in flight, once the tick after it has run, which is before any reply that came
+   * meanwhile is read.
+   */
+  heldBack(startedAt: number): boolean {
+    const { after, from, until } = this.held;
+    const deadline = startedAt + this.timeoutMs;
+    return startedAt >= after && deadline > from && deadline <= until;
   }
 
   /** Whether the shared interval is running: only while some call is in flight. */

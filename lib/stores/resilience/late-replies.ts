@@ -1,10 +1,7 @@
 import { algorithmOf } from '../../algorithms/registry.js';
 import { leaseOf } from '../decision.js';
-import { execute, type Limits, supports } from '../../store-contract/store-call.js';
-import {
-  type RateLimitDecision,
-  type RateLimitStore,
-} from '../../store-contract/store.interface.js';
+import { type CallStore, type Limits } from '../../store-contract/store-call.js';
+import { type RateLimitDecision } from '../../store-contract/store.interface.js';
 
 const ignore = () => {};
 
@@ -17,26 +14,22 @@ const ignore = () => {};
  * deadline (it answers nobody, so it is right whenever it lands): a give-back that fails (the
  * connection dropped, the store is down) leaves that one request counted.
  */
-export function giveBackLate(
-  primary: RateLimitStore,
-  limits: Limits,
-  late: RateLimitDecision,
-): void {
+export function giveBackLate(primary: CallStore, limits: Limits, late: RateLimitDecision): void {
   if (!late.allowed || late.degraded !== undefined) return;
   const { keys, policies, costs } = limits;
   try {
     let refunded = costs;
-    if (leaseOf(late) !== undefined && supports(primary, 'release')) {
-      execute(primary, { op: 'release', limits, of: late, correction: true }).catch(ignore);
+    if (leaseOf(late) !== undefined && primary.supports('release')) {
+      primary.execute({ op: 'release', limits, of: late, correction: true }).catch(ignore);
       // A refund frees leases too, but not exactly this one: the release does that.
       refunded = costs.map((cost, i) =>
         algorithmOf(policies[i].algorithm).holdsLeases ? 0 : cost,
       );
       if (refunded.every((cost) => cost === 0)) return;
     }
-    if (!supports(primary, 'refund')) return;
+    if (!primary.supports('refund')) return;
     const given = refunded === costs ? limits : { keys, policies, costs: refunded };
-    execute(primary, { op: 'refund', limits: given, of: late, correction: true }).catch(ignore);
+    primary.execute({ op: 'refund', limits: given, of: late, correction: true }).catch(ignore);
   } catch {
     // A custom store that throws instead of rejecting: the same as a give-back that failed.
   }

@@ -1,5 +1,6 @@
 import { StoreTimeoutError } from './deadlines.js';
-import { type NodeHealth, type NodeHealthMap } from './node-health.js';
+import { type NodeHealth } from './node-health.js';
+import { type NodeHealthMap } from './node-health-map.js';
 import { StoreLateError } from '../redis/answer-deadline.js';
 
 /** What the check needs from the store it works for. */

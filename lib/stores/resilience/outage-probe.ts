@@ -1,7 +1,7 @@
 import { type Deadlines } from './deadlines.js';
-import { type NodeHealth, NodeHealthMap } from './node-health.js';
-import { execute, supports } from '../../store-contract/store-call.js';
-import { type RateLimitStore } from '../../store-contract/store.interface.js';
+import { type NodeHealth } from './node-health.js';
+import { NodeHealthMap } from './node-health-map.js';
+import { type CallStore } from '../../store-contract/store-call.js';
 import { isError } from '../errors.js';
 import { isThisDecisionOnly } from './store-failure.js';
 
@@ -17,7 +17,7 @@ export interface ServerAnswer {
 
 /** What the probe needs from the store it works for. */
 export interface ProbeTarget {
-  readonly primary: RateLimitStore;
+  readonly primary: CallStore;
   readonly health: NodeHealthMap;
   readonly deadlines: Deadlines;
   /** Numbers a call to the primary store, in the order decisions are numbered. */
@@ -93,8 +93,8 @@ export class OutageProbe {
   private async peek(node: NodeHealth): Promise<void> {
     const { primary, health, deadlines } = this.target;
     const limits = node.probeLimits;
-    if (limits === undefined || !supports(primary, 'peek')) return;
-    if (nodeOf(primary, limits.keys) !== node.name) {
+    if (limits === undefined || !primary.supports('peek')) return;
+    if (primary.nodeOf(limits.keys) !== node.name) {
       // Its keys are decided elsewhere now: nothing to ask it, and no reason to wait for it.
       health.letGoIfIdle(node, performance.now());
       return;
@@ -102,7 +102,7 @@ export class OutageProbe {
     if (!node.breaker.allow(performance.now())) return;
     const sent = this.target.nextSent();
     try {
-      await deadlines.race(execute(primary, { op: 'peek', limits }));
+      await deadlines.race(primary.execute({ op: 'peek', limits }));
       health.succeeded(node, sent, performance.now());
     } catch (error) {
       health.failed(node, sent, performance.now(), error, isThisDecisionOnly(error));
@@ -114,13 +114,4 @@ export class OutageProbe {
 function unasked(node: Readonly<NodeHealth>): ServerAnswer {
   if (node.outageSince === undefined || node.healthySince !== undefined) return { reachable: true };
   return { reachable: false, error: NodeHealthMap.reason(node) };
-}
-
-/** The node `store` sends a decision on `keys` to; '' where it cannot tell. */
-export function nodeOf(store: RateLimitStore, keys: readonly string[]): string {
-  try {
-    return store.nodeOf?.(keys) ?? '';
-  } catch {
-    return '';
-  }
 }

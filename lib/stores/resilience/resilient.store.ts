@@ -1,25 +1,25 @@
 import { Deadlines } from './deadlines.js';
 import { LivenessCheck, notAnsweredInTime } from './liveness-check.js';
-import { answerFor, answerWithout, DENY_RETRY_MS } from './degraded.store.js';
+import {
+  answerFor,
+  answerWithout,
+  chooseAnswer,
+  DENY_RETRY_MS,
+  followsItsRequest,
+} from './store-error-answers.js';
 import { ForwardingStore } from '../forwarding-store.js';
 import { giveBackLate } from './late-replies.js';
-import { type NodeHealth, NodeHealthMap, type OutageLogger } from './node-health.js';
-import { nodeOf, OutageProbe, type ServerAnswer } from './outage-probe.js';
-import {
-  execute,
-  type StoreCall,
-  type StoreOperation,
-  supports,
-} from '../../store-contract/store-call.js';
+import { type NodeHealth, type OutageLogger } from './node-health.js';
+import { NodeHealthMap } from './node-health-map.js';
+import { OutageProbe, type ServerAnswer } from './outage-probe.js';
+import { type CallStore, type StoreCall } from '../../store-contract/store-call.js';
 import {
   type RateLimitDecision,
-  type RateLimitStore,
   type StoreErrorHandler,
   type StoreErrorPolicy,
 } from '../../store-contract/store.interface.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../../telemetry/rate-limit-telemetry.js';
-import { isError } from '../errors.js';
-import { isStoreFailure, isThisDecisionOnly } from './store-failure.js';
+import { isStoreFailure, isThisDecisionOnly, lateOutcomeOf } from './store-failure.js';
 
 export type { OutageLogger } from './node-health.js';
 export type { ServerAnswer } from './outage-probe.js';
@@ -33,7 +33,7 @@ export interface ResilientStoreOptions {
    */
   onStoreError: StoreErrorPolicy | StoreErrorHandler;
   /** Answers when `onStoreError` is `'memory'`. */
-  fallback: RateLimitStore;
+  fallback: CallStore;
   /** Close the primary store in `close()`. */
   ownsPrimary: boolean;
   logger: OutageLogger;
@@ -65,7 +65,7 @@ export class ResilientStore extends ForwardingStore {
   private readonly liveness: LivenessCheck;
 
   constructor(
-    primary: RateLimitStore,
+    primary: CallStore,
     private readonly options: ResilientStoreOptions,
   ) {
     super(primary);
@@ -77,7 +77,7 @@ export class ResilientStore extends ForwardingStore {
       options.logger,
       telemetry.enabled ? (change) => telemetry.storeState(change) : undefined,
       (node) =>
-        node.probeLimits !== undefined && nodeOf(primary, node.probeLimits.keys) === node.name,
+        node.probeLimits !== undefined && primary.nodeOf(node.probeLimits.keys) === node.name,
     );
     this.liveness = new LivenessCheck({
       health: this.health,
@@ -95,7 +95,7 @@ export class ResilientStore extends ForwardingStore {
   }
 
   /** The store guarded: Redis, or a custom store. */
-  get primary(): RateLimitStore {
+  get primary(): CallStore {
     return this.inner;
   }
 
@@ -107,13 +107,13 @@ export class ResilientStore extends ForwardingStore {
   override execute(call: StoreCall): Promise<RateLimitDecision> {
     const { op, of } = call;
     if (!followsItsRequest(op)) return this.guarded(call);
-    if (of?.degraded === 'memory') return execute(this.options.fallback, call);
+    if (of?.degraded === 'memory') return this.options.fallback.execute(call);
     if (of?.degraded !== undefined) return Promise.resolve(of);
     if (op === 'refund' || op === 'settle') return this.guarded(call);
     // The lease is in the primary store and nowhere else: a failure is reported, not answered by
     // the fallback, which knows nothing of it (the holder retries, or the lease expires).
-    if (!this.telemetry.enabled) return this.deadlines.race(execute(this.inner, call));
-    return this.timed(call, performance.now(), this.deadlines.race(execute(this.inner, call)));
+    if (!this.telemetry.enabled) return this.deadlines.race(this.inner.execute(call));
+    return this.timed(call, performance.now(), this.deadlines.race(this.inner.execute(call)));
   }
 
   /** Tells the telemetry how long `pending`, a call to the primary store, took. */
@@ -137,14 +137,23 @@ export class ResilientStore extends ForwardingStore {
   private async guarded(call: StoreCall): Promise<RateLimitDecision> {
     const primary = this.inner;
     // A store that lacks the method is a mistake to report, not an outage to fall back from.
-    if (!supports(primary, call.op)) return execute(primary, call);
+    if (!primary.supports(call.op)) return primary.execute(call);
+    const marked = call.limits.answerWithout;
+    if (marked !== undefined) {
+      return answerWithout(call, answerFor(call.limits.policies, marked), this.options.fallback);
+    }
     const now = performance.now();
     const node = this.healthOf(call.limits.keys, now);
     if (call.failedMeanwhile === true || !node.breaker.allow(now)) return this.answer(node, call);
     const sent = ++this.sent;
     let decision: RateLimitDecision;
+    const late = this.lateReplyHandler(call);
     try {
-      decision = await this.deadlines.race(execute(primary, call), this.lateReplyHandler(call));
+      decision = await this.deadlines.race(
+        primary.execute(call),
+        late,
+        late && ((error) => giveBackIfApplied(error, late)),
+      );
     } catch (error) {
       const failedAt = performance.now();
       this.telemetry.storeCall(call.op, false, now, failedAt);
@@ -154,12 +163,22 @@ export class ResilientStore extends ForwardingStore {
         node.breaker.release();
         throw error;
       }
+      // The fallback answers it: whatever the store learns it applied meanwhile is given back.
+      if (late !== undefined) giveBackIfApplied(error, late);
       node.policy = this.choosePolicy(error, node);
       node.probeLimits = call.limits;
-      if (notAnsweredInTime(error) && node.name !== '' && node.answeredUpTo <= sent) {
+      // This process held the call back past its deadline: the store was not late, this process was.
+      const decisionOnly =
+        isThisDecisionOnly(error) || (notAnsweredInTime(error) && this.deadlines.heldBack(now));
+      if (
+        !decisionOnly &&
+        notAnsweredInTime(error) &&
+        node.name !== '' &&
+        node.answeredUpTo <= sent
+      ) {
         this.liveness.failedUnlessAlive(node, sent, error);
       } else {
-        this.health.failed(node, sent, failedAt, error, isThisDecisionOnly(error));
+        this.health.failed(node, sent, failedAt, error, decisionOnly);
       }
       return this.answer(node, call);
     }
@@ -170,8 +189,9 @@ export class ResilientStore extends ForwardingStore {
   }
 
   /**
-   * What to do with a reply that comes after the timeout: a consume or reserve it recorded is
-   * given back, since the fallback answered (and counted) that request instead.
+   * What to do with a reply that comes after the timeout, or with what the store learns later of
+   * a call that failed (see `withLateOutcome`): a consume or reserve it recorded is given back,
+   * since the fallback answered (and counted) that request instead.
    */
   private lateReplyHandler(call: StoreCall): ((late: RateLimitDecision) => void) | undefined {
     if (call.op !== 'consume' && call.op !== 'reserve') return undefined;
@@ -180,15 +200,7 @@ export class ResilientStore extends ForwardingStore {
 
   /** The health of the server that decides on `keys`. */
   private healthOf(keys: readonly string[], now: number): NodeHealth {
-    let name = '';
-    if (this.inner.nodeOf !== undefined) {
-      try {
-        name = this.inner.nodeOf(keys);
-      } catch {
-        // A store that cannot tell is judged as one server.
-      }
-    }
-    return this.health.of(name, now);
+    return this.health.of(this.inner.nodeOf(keys), now);
   }
 
   /** Whether the primary store is currently considered down, on any of its servers. */
@@ -250,37 +262,19 @@ export class ResilientStore extends ForwardingStore {
     return answerWithout(call, answer, this.options.fallback, retryMs);
   }
 
-  /** Asks the handler, if any; a handler that throws or answers nonsense gets `'memory'`. */
+  /** What `onStoreError` answers for `error`; a handler's mistake is warned of once per outage. */
   private choosePolicy(error: unknown, node: NodeHealth): StoreErrorPolicy {
-    const handler = this.options.onStoreError;
-    if (typeof handler !== 'function') return handler;
-    const asError = isError(error) ? error : new Error(String(error));
-    try {
-      const chosen = handler(asError);
-      if (chosen === undefined) return 'memory';
-      if (chosen === 'memory' || chosen === 'allow' || chosen === 'deny') return chosen;
-      this.warnOnce(
-        node,
-        `onStoreError returned ${String(chosen)}, not 'memory', 'allow' or 'deny'`,
-      );
-    } catch (hookError) {
-      this.warnOnce(
-        node,
-        `onStoreError threw: ${hookError instanceof Error ? hookError.message : String(hookError)}`,
-      );
-    }
-    return 'memory';
-  }
-
-  /** Once per outage, like the outage warning itself. */
-  private warnOnce(node: NodeHealth, problem: string): void {
-    if (node.outageSince === undefined) {
-      this.options.logger.warn(`${problem}; 'memory' answers instead`);
-    }
+    return chooseAnswer(this.options.onStoreError, error, (problem) => {
+      if (node.outageSince === undefined) {
+        this.options.logger.warn(`${problem}; 'memory' answers instead`);
+      }
+    });
   }
 }
 
-/** The operations on a request decided before, which go where that request was counted. */
-function followsItsRequest(op: StoreOperation): boolean {
-  return op === 'refund' || op === 'settle' || op === 'release' || op === 'renew';
+/** Gives back, as `late` does, what the store learns it applied of a call that failed with `error`. */
+function giveBackIfApplied(error: unknown, late: (decision: RateLimitDecision) => void): void {
+  void lateOutcomeOf<RateLimitDecision>(error)?.then((applied) => {
+    if (applied !== undefined) late(applied);
+  });
 }

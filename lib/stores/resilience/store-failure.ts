@@ -50,6 +50,27 @@ export function isThisDecisionOnly(error: unknown): boolean {
   return typeof error === 'object' && error !== null && DECISION_ONLY.has(error);
 }
 
+// What a store may yet learn of a failed call: whether it applied it after all.
+const LATE_OUTCOMES = new WeakMap<object, Promise<unknown>>();
+
+/**
+ * Marks `error`, a failure after which the store may still learn that it applied the call (a
+ * reply lost with its connection, which a copy sent once the client is back can tell): `outcome`
+ * resolves with the call's decision if it was applied, and with undefined if it was not or cannot
+ * be told. The resilient store, which answered the call instead, gives such a decision back as it
+ * gives back a reply that came after the deadline: one mechanism for both. Returns `error`.
+ */
+export function withLateOutcome<E, D>(error: E, outcome: Promise<D | undefined>): E {
+  if (typeof error === 'object' && error !== null) LATE_OUTCOMES.set(error, outcome);
+  return error;
+}
+
+/** What a store said it may yet learn of the call that failed with `error`; see {@link withLateOutcome}. */
+export function lateOutcomeOf<D>(error: unknown): Promise<D | undefined> | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  return LATE_OUTCOMES.get(error) as Promise<D | undefined> | undefined;
+}
+
 /**
  * Whether a store call's error means that the store cannot serve, and so counts against its
  * server: it opens the circuit breaker, starts an outage and its warning, and `onStoreError`

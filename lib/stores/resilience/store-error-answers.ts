@@ -1,12 +1,16 @@
 import { type ResolvedPolicy } from '../../policy/rate-limit.policy.js';
 import { degradedDecision } from '../decision.js';
-import { OperationStore } from '../operation-store.js';
-import { execute, type StoreCall } from '../../store-contract/store-call.js';
+import {
+  type CallStore,
+  type StoreCall,
+  type StoreOperation,
+} from '../../store-contract/store-call.js';
 import {
   type RateLimitDecision,
-  type RateLimitStore,
+  type StoreErrorHandler,
   type StoreErrorPolicy,
 } from '../../store-contract/store.interface.js';
+import { isError } from '../errors.js';
 
 /** A request turned away while nothing can decide it tells the client to come back after this long. */
 export const DENY_RETRY_MS = 1000;
@@ -35,47 +39,39 @@ export function answerFor(
 }
 
 /**
+ * What `onStoreError` answers for `error`: the value itself, or what a handler picks. A handler
+ * that returns nothing gets `'memory'`; one that throws or returns anything but `'memory'`,
+ * `'allow'` or `'deny'` gets `'memory'` too, and `problem` is told what it did.
+ */
+export function chooseAnswer(
+  onStoreError: StoreErrorPolicy | StoreErrorHandler,
+  error: unknown,
+  problem: (what: string) => void = () => {},
+): StoreErrorPolicy {
+  if (typeof onStoreError !== 'function') return onStoreError;
+  try {
+    const chosen = onStoreError(isError(error) ? error : new Error(String(error)));
+    if (chosen === undefined) return 'memory';
+    if (chosen === 'memory' || chosen === 'allow' || chosen === 'deny') return chosen;
+    problem(`onStoreError returned ${String(chosen)}, not 'memory', 'allow' or 'deny'`);
+  } catch (hookError) {
+    problem(`onStoreError threw: ${isError(hookError) ? hookError.message : String(hookError)}`);
+  }
+  return 'memory';
+}
+
+/**
  * Answers `call` as `answer` says, without the primary store: `'memory'` asks the instance's
  * memory store and marks its decision, `'allow'` and `'deny'` answer at once and record nothing.
  */
 export async function answerWithout(
   call: StoreCall,
   answer: StoreErrorPolicy,
-  memory: RateLimitStore,
+  memory: CallStore,
   denyRetryMs = DENY_RETRY_MS,
 ): Promise<RateLimitDecision> {
-  if (answer === 'memory') return degradedDecision(await execute(memory, call), 'memory');
+  if (answer === 'memory') return degradedDecision(await memory.execute(call), 'memory');
   return fixedAnswer(call.limits.policies, answer, denyRetryMs);
-}
-
-/**
- * A store that answers every call as one `onStoreError` value says, without the primary store,
- * save for the policies that have their own (see {@link answerFor}): `'memory'` asks the
- * instance's memory store and marks its decisions, `'allow'` and `'deny'` answer at once and
- * record nothing. Giving back, settling, freeing or renewing what such an answer took goes to the
- * memory store under `'memory'`, and is nothing to do otherwise.
- */
-export class DegradedStore extends OperationStore {
-  constructor(
-    readonly answer: StoreErrorPolicy,
-    private readonly memory: RateLimitStore,
-  ) {
-    super();
-  }
-
-  execute(call: StoreCall): Promise<RateLimitDecision> {
-    const { op, of } = call;
-    if (op !== 'refund' && op !== 'settle' && op !== 'release' && op !== 'renew') {
-      return this.decide(call);
-    }
-    if (of?.degraded === 'memory') return execute(this.memory, call);
-    // `'allow'` and `'deny'` counted nothing and took no lease.
-    return Promise.resolve(of ?? fixedAnswer(call.limits.policies, 'allow'));
-  }
-
-  private decide(call: StoreCall): Promise<RateLimitDecision> {
-    return answerWithout(call, answerFor(call.limits.policies, this.answer), this.memory);
-  }
 }
 
 /**
@@ -97,4 +93,9 @@ export function fixedAnswer(
     retryAfterMs: allowed ? 0 : denyRetryMs,
   }));
   return { ...answers[0], policies: answers, degraded: answer };
+}
+
+/** The operations on a request decided before, which go where that request was counted. */
+export function followsItsRequest(op: StoreOperation): boolean {
+  return op === 'refund' || op === 'settle' || op === 'release' || op === 'renew';
 }
