@@ -11,6 +11,7 @@ import {
   RateLimitModule,
   type RateLimitPolicy,
   RateLimitService,
+  RateLimitStore,
   type RoutePolicy,
   RedisStore,
 } from '../../lib/index.js';
@@ -22,7 +23,7 @@ import { DECISION_LIBRARY } from '../../lib/stores/redis/decisions/scripts.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/http/fixtures/app.js';
 import { storeContract } from '../contract/store/store.suite.js';
 import { CLIENT_KINDS } from '../support/clients.js';
-import { TestClock, useCluster, useRedis } from '../support/stores.js';
+import { primaryOf, TestClock, useCluster, useRedis } from '../support/stores.js';
 import { stateKeys } from '../support/decision-ids.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -165,6 +166,12 @@ describe.each(CLIENT_KINDS)('a Nest app on a 3-master Redis Cluster through %s',
     const created = moduleRef.createNestApplication({ logger: false });
     await created.listen(0, '127.0.0.1');
     apps.push(created);
+    const store = primaryOf(created.get(RateLimitStore));
+    if (store instanceof RedisStore) {
+      await waitFor('the cluster client connected', 15_000, () =>
+        Promise.resolve(store.connected || 'not connected'),
+      );
+    }
     return created;
   }
 
@@ -273,6 +280,12 @@ describe.each(CLIENT_KINDS)('a Nest app on a 3-master Redis Cluster through %s',
     const keyPrefix = uniquePrefix();
     const a = await app({ redis: await cluster().connect(kind), keyPrefix });
     const users = Array.from({ length: 300 }, () => uniqueUser());
+    const nodes = client.nodes('master');
+    const masters = await cluster().masters();
+    expect(nodes).toHaveLength(3);
+    // Where each key was found. Read after every 30 trackers: a 10-second window's keys expire by
+    // design, and a loaded machine can take longer than that to send all 300.
+    const foundOn = new Map<string, number>();
     for (let i = 0; i < users.length; i += 30) {
       const batch = users.slice(i, i + 30);
       const codes = await Promise.all(
@@ -284,20 +297,20 @@ describe.each(CLIENT_KINDS)('a Nest app on a 3-master Redis Cluster through %s',
         }),
       );
       expect(codes).toEqual(batch.map(() => 200));
+      for (const [node, keys] of (
+        await Promise.all(nodes.map((node) => keysOn(node, `${keyPrefix}:*`)))
+      ).entries()) {
+        for (const key of keys) foundOn.set(key, node);
+      }
     }
 
-    const nodes = client.nodes('master');
-    const masters = await cluster().masters();
-    expect(nodes).toHaveLength(3);
-    const placed = await Promise.all(
-      nodes.map(async (node) => {
-        const { slots } = masters.find((m) => m.port === node.options.port)!;
-        return { keys: await keysOn(node, `${keyPrefix}:*`), slots };
-      }),
-    );
+    const placed = nodes.map((node, index) => ({
+      keys: [...foundOn].filter(([, on]) => on === index).map(([key]) => key),
+      slots: masters.find((m) => m.port === node.options.port)!.slots,
+    }));
     for (const { keys } of placed) expect(keys.length).toBeGreaterThan(0);
     // Three keys of state per tracker; the decisions' id keys, while they live, in the same slot.
-    expect(stateKeys(placed.flatMap((p) => p.keys))).toHaveLength(300 * 3);
+    expect(stateKeys([...foundOn.keys()])).toHaveLength(300 * 3);
 
     const decisions = new Map<string, Array<{ node: number; slot: number }>>();
     for (const [node, { keys, slots }] of placed.entries()) {
@@ -394,11 +407,27 @@ describe.each(UNOPENED_CLUSTERS)(
       // As docs/redis.md shows it: no connect(), no error listener.
       const unopened = create(rootNodes);
       const moduleRef = await Test.createTestingModule({
-        imports: [RateLimitModule.forRoot({ redis: unopened, keyPrefix: uniquePrefix() })],
+        imports: [
+          RateLimitModule.forRoot({
+            redis: unopened,
+            keyPrefix: uniquePrefix(),
+            // What the cluster decides is under test, not the fallback: on a busy machine the
+            // first decisions (a master still loading the decision library, say) get time to
+            // come (5 s, as the apps above, not the 100 ms default).
+            timeout: 5000,
+          }),
+        ],
       }).compile();
       const app = moduleRef.createNestApplication({ logger: false });
       await app.init();
       try {
+        // The module opens the client in the background and waits for it only briefly as the
+        // application starts (the fallback answers until it connects): a busy machine may take
+        // longer than that to reach every master and load the slot map.
+        const store = primaryOf(app.get(RateLimitStore)) as RedisStore;
+        await waitFor('the cluster connected by the module', 15_000, () =>
+          Promise.resolve(store.connected || 'not connected'),
+        );
         const decisions = [];
         for (let i = 0; i < 3; i++) {
           decisions.push(await app.get(RateLimitService).consume('unopened', { threshold: 2 }));

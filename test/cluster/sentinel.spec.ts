@@ -140,13 +140,21 @@ describe.each(SENTINEL_KINDS)('failover under Redis Sentinel through %s', (kind)
     const limiter = app.get(RateLimitService);
     const policy: RateLimitPolicy = { period: '1h', threshold: 5 };
     const key = uniqueUser();
+    // The client's first connection through Sentinel and the first decisions can take longer
+    // than the timeout on a busy machine: then the fallback answers them, as it should. What is
+    // asserted below is how decisions go once Redis answers them.
+    await waitFor('Redis answering decisions', 10_000, async () =>
+      (await limiter.consume(`warm-${uniqueUser()}`, policy)).degraded === undefined
+        ? true
+        : 'the fallback answered',
+    );
 
     const before = await Promise.all([0, 1, 2].map(() => limiter.consume(key, policy)));
-    expect(before.map((d) => [d.allowed, d.degraded])).toEqual([
-      [true, undefined],
-      [true, undefined],
-      [true, undefined],
-    ]);
+    expect(before.map((d) => d.allowed)).toEqual([true, true, true]);
+    // On a busy machine one may miss the 100 ms and be the fallback's, counted in this instance's
+    // memory and not in Redis: what Redis counted is what the replica must keep.
+    const counted = before.filter((d) => d.degraded === undefined).length;
+    expect(counted).toBeGreaterThan(0);
     expect(await admin(master.port).call('WAIT', '1', '1000')).toBe(1);
 
     const killedAt = performance.now();
@@ -181,12 +189,11 @@ describe.each(SENTINEL_KINDS)('failover under Redis Sentinel through %s', (kind)
 
     expect(Math.max(...latencies)).toBeLessThanOrEqual(TIMEOUT_MS + MARGIN_MS[kind]);
     expect([...answers].sort()).toEqual(['memory', 'shared']);
-    // The replica had the three requests: two more fit, then the limit holds.
+    // The replica had the requests Redis counted: the rest of the 5 fit, then the limit holds.
     const after = [];
-    for (let i = 0; i < 3; i++) after.push(await limiter.consume(key, policy));
+    for (let i = 0; i < 6 - counted; i++) after.push(await limiter.consume(key, policy));
     expect(after.map((d) => [d.allowed, d.remaining, d.degraded])).toEqual([
-      [true, 1, undefined],
-      [true, 0, undefined],
+      ...Array.from({ length: 5 - counted }, (_, i) => [true, 4 - counted - i, undefined]),
       [false, 0, undefined],
     ]);
   }, 60_000);

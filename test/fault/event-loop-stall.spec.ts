@@ -18,7 +18,7 @@ import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { unitsIn } from '../support/weighted-sets.js';
 import { stateKeys } from '../support/decision-ids.js';
-import { sleep } from './traffic.js';
+import { CapturingLogger, createLimiterApp, sleep } from './traffic.js';
 
 const IN_FLIGHT = 256;
 // Room for every decision to reach Redis, and be run there, before its deadline, even while the
@@ -31,6 +31,8 @@ const STALL_MS = 1050;
 const ATTEMPTS = 4;
 const THRESHOLD = 1000;
 const POLICY: RateLimitPolicy = { period: '1h', threshold: THRESHOLD };
+// Long enough that nothing but the stall makes a decision late, even on a busy machine.
+const QUEUED_TIMEOUT_MS = 500;
 
 /** Blocks the event loop, as a long synchronous task or a GC pause does. */
 function stall(ms: number): void {
@@ -138,5 +140,33 @@ describe.each(CLIENT_KINDS)('a stall of this process is not a slow Redis (%s)', 
     // Each was answered with its own place in the count: exact, as without the stall.
     const remaining = decisions.map((d) => d.remaining).sort((a, b) => b - a);
     expect(remaining).toEqual(Array.from({ length: IN_FLIGHT }, (_, i) => THRESHOLD - 1 - i));
+  });
+
+  it('fails the decisions a stall kept from going out, without taking Redis for down', async () => {
+    const logger = new CapturingLogger();
+    const client = await openClient(kind, { host: '127.0.0.1', port: redis.port });
+    app = await createLimiterApp(
+      { redis: client, keyPrefix: `queued-${Date.now()}`, timeout: QUEUED_TIMEOUT_MS },
+      logger,
+    );
+    const limiter = app.get(RateLimitService);
+    expect((await limiter.consume('warm', POLICY)).degraded).toBeUndefined();
+
+    // One decision out; those made meanwhile wait for the end of the turn to go as a batch (or,
+    // in a client that writes over several turns, in the client). The stall holds them past
+    // their deadline before they leave this process: the fallback answers them, as the timeout
+    // says, and Redis, which never saw them late, has done nothing to be taken for down.
+    // The stall runs at the end of this turn, before the batch that the decisions wait for.
+    const stalled = new Promise<void>((resolve) =>
+      setImmediate(() => resolve(stall(QUEUED_TIMEOUT_MS + 200))),
+    );
+    const queued = Array.from({ length: 50 }, (_, i) => limiter.consume(`queued-${i}`, POLICY));
+    await stalled;
+    const answers = await Promise.all(queued);
+    expect(answers.filter((d) => d.degraded !== undefined && d.degraded !== 'memory')).toEqual([]);
+
+    const next = await limiter.consume('after', POLICY);
+    expect(logger.warnings).toEqual([]);
+    expect(next.degraded).toBeUndefined();
   });
 });

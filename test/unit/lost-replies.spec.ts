@@ -14,7 +14,7 @@ import { type ValkeyGlideClient } from '../../lib/stores/redis/clients/glide.cli
 import { CLIENT_DEFAULTS } from '../../lib/module/store-factory.js';
 import {
   ConnectionLostError,
-  giveBackIfRun,
+  replyIfRun,
   lostInFlight,
   ReconnectWaiters,
 } from '../../lib/stores/redis/lost-replies.js';
@@ -111,7 +111,9 @@ describe('a decision answered by the fallback after its reply was lost', () => {
       asked.push(performance.now());
       return [1, 1, 41];
     };
-    giveBackIfRun(new ConnectionLostError(), copy, waiters, deadlineMs, (r) => givenBack.push(r));
+    void replyIfRun(new ConnectionLostError(), copy, waiters, deadlineMs)?.then(
+      (r) => r && givenBack.push(r),
+    );
     await sleep(75);
     expect(asked).toEqual([]);
     await sleep(200);
@@ -123,25 +125,23 @@ describe('a decision answered by the fallback after its reply was lost', () => {
   it('is left alone when Redis says it never ran it, or when its failure was no lost reply', async () => {
     const waiters = waitersOf(redis.client());
     const asked: string[] = [];
-    const givenBack: number[][] = [];
     const past = performance.now() - 1;
-    giveBackIfRun(
+    const lost = replyIfRun(
       new ConnectionLostError(),
       async () => (asked.push('lost'), [-1, 0]),
       waiters,
       past,
-      (r) => givenBack.push(r),
     );
-    giveBackIfRun(
+    const refused = replyIfRun(
       new Error('OOM command not allowed'),
       async () => (asked.push('refused'), [1]),
       waiters,
       past,
-      (r) => givenBack.push(r),
     );
+    expect(refused).toBeUndefined();
+    expect(await lost).toBeUndefined();
     await sleep(50);
     expect(asked).toEqual(['lost']);
-    expect(givenBack).toEqual([]);
   });
 });
 

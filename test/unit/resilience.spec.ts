@@ -5,7 +5,7 @@ import { StoreTimeoutError } from '../../lib/stores/resilience/deadlines.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { CircuitBreaker } from '../../lib/stores/resilience/circuit-breaker.js';
 import { Deadlines } from '../../lib/stores/resilience/deadlines.js';
-import { NodeHealthMap } from '../../lib/stores/resilience/node-health.js';
+import { NodeHealthMap } from '../../lib/stores/resilience/node-health-map.js';
 import { TestClock } from '../support/stores.js';
 
 const never = () => new Promise<never>(() => {});

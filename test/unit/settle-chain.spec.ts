@@ -9,7 +9,7 @@ import { ResilientStore } from '../../lib/stores/resilience/resilient.store.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { BlockCacheStore } from '../../lib/stores/block-cache.js';
 import { degradedDecision } from '../../lib/stores/decision.js';
-import { DegradedStore, fixedAnswer } from '../../lib/stores/resilience/degraded.store.js';
+import { fixedAnswer } from '../../lib/stores/resilience/store-error-answers.js';
 import { TestClock } from '../support/stores.js';
 
 const policy = resolvePolicy({ algorithm: 'fixed-window', period: '1m', threshold: 10 }, 'chain');
@@ -33,7 +33,7 @@ describe('a settlement through the resilient store', () => {
     });
     return { primary, fallback, resilient };
   }
-  const settle = (store: ResilientStore | DegradedStore, delta: number, of: RateLimitDecision) =>
+  const settle = (store: ResilientStore, delta: number, of: RateLimitDecision) =>
     store.settle(KEY, [policy], [delta], of);
 
   it('goes to the primary for a reservation the primary counted', async () => {
@@ -55,18 +55,36 @@ describe('a settlement through the resilient store', () => {
     await resilient.close();
   });
 
-  it('is settled in the memory store behind a degraded answer under memory, and nowhere else', async () => {
-    const memory = new MemoryStore({ clock: new TestClock().now });
-    const degraded = new DegradedStore('memory', memory);
-    const reservation = await degraded.consume(KEY, [policy], [4]);
-    expect(reservation.degraded).toBe('memory');
-    await settle(degraded, 2, reservation);
-    expect(await left(memory)).toBe(4);
-    const allow = new DegradedStore('allow', memory);
-    const allowed = await allow.consume(KEY, [policy], [4]);
-    expect(await settle(allow, 2, allowed)).toBe(allowed);
-    expect(await left(memory)).toBe(4);
-  });
+  it.each(['guarding a primary', 'over the memory store alone'])(
+    'settles marked limits in the memory store under memory, and nowhere under allow (%s)',
+    async (chain) => {
+      const memory = new MemoryStore({ clock: new TestClock().now });
+      const primary = chain === 'guarding a primary' ? new MemoryStore() : memory;
+      const resilient = new ResilientStore(primary, {
+        timeoutMs: 1000,
+        onStoreError: 'deny',
+        fallback: memory,
+        ownsPrimary: false,
+        logger: silent,
+      });
+      const limits = (answerWithout: 'memory' | 'allow') => ({
+        keys: KEY,
+        policies: [policy],
+        costs: [4],
+        answerWithout,
+      });
+      const reservation = await resilient.execute({ op: 'consume', limits: limits('memory') });
+      expect(reservation.degraded).toBe('memory');
+      await settle(resilient, 2, reservation);
+      expect(await left(memory)).toBe(4);
+      const allowed = await resilient.execute({ op: 'consume', limits: limits('allow') });
+      expect(allowed).toMatchObject({ allowed: true, degraded: 'allow' });
+      expect(await settle(resilient, 2, allowed)).toBe(allowed);
+      expect(await left(memory)).toBe(4);
+      if (primary !== memory) expect(await left(primary)).toBe(10);
+      await resilient.close();
+    },
+  );
 });
 
 describe('a settlement through the block cache', () => {

@@ -1,7 +1,7 @@
 /** Which answer a call gets while the store fails, from its policies' own and the module's. */
 import { describe, expect, it } from '@jest/globals';
 import { resolvePolicy, type StoreErrorPolicy } from '../../lib/policy/rate-limit.policy.js';
-import { answerFor } from '../../lib/stores/resilience/degraded.store.js';
+import { answerFor } from '../../lib/stores/resilience/store-error-answers.js';
 
 const policy = (own?: StoreErrorPolicy) =>
   resolvePolicy({ period: '1m', threshold: 3, onStoreError: own }, 'test');

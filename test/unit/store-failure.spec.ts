@@ -18,7 +18,7 @@ import {
 } from 'redis';
 import { ReplyError } from 'ioredis';
 import { MemoryStore, RateLimitConfigError, type RateLimitDecision } from '../../lib/index.js';
-import { BatchedDecisionError } from '../../lib/stores/redis/decisions/decision-batcher.js';
+import { BatchedDecisionError } from '../../lib/stores/redis/decisions/batch-call.js';
 import { ResilientStore } from '../../lib/stores/resilience/resilient.store.js';
 import { StoreLateError } from '../../lib/stores/redis/answer-deadline.js';
 import { StoreNotConnectedError } from '../../lib/stores/redis/clients/script-client.js';

@@ -199,18 +199,21 @@ describe.each(CASES)('flow control on the %s store over %s', (kind, adapter) => 
     const { gate, get } = await boot();
     const started = performance.now();
     const timed = await Promise.all(
-      Array.from({ length: 15 }, (_, i) =>
+      Array.from({ length: 20 }, (_, i) =>
         get(`/paced?tag=${i}`).then((res) => ({ res, ms: performance.now() - started })),
       ),
     );
     const admitted = timed.filter((t) => t.res.status === 200);
     const rejected = timed.filter((t) => t.res.status === 429);
-    expect(admitted.length + rejected.length).toBe(15);
-    // Slots at 0, 200, ..., 2000 ms fit in 2 s: 11 of them, give or take how the requests spread.
-    expect(rejected.length).toBeGreaterThanOrEqual(3);
-    expect(rejected.length).toBeLessThanOrEqual(5);
+    expect(admitted.length + rejected.length).toBe(20);
+    // Slots at 0, 200, ..., 2000 ms from the first decision are within 2 s of any later arrival:
+    // the first 11 to arrive are always let in. Requests that reach the guard spread out (a busy
+    // machine spreads them more) find later slots within reach too, but not 9 more of them.
+    expect(admitted.length).toBeGreaterThanOrEqual(11);
+    expect(rejected.length).toBeGreaterThanOrEqual(1);
     for (const { res, ms } of rejected) {
-      expect(ms).toBeLessThan(1000);
+      // Answered at once, not after waiting out the 2 s it could never fit in.
+      expect(ms).toBeLessThan(1500);
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(2);
     }
     expect(gate.visits).toHaveLength(admitted.length);
@@ -258,17 +261,17 @@ describe.each(CASES)('flow control on the %s store over %s', (kind, adapter) => 
 
   it('concurrency with maxWait: one at a time, each let in as soon as the previous lease is freed', async () => {
     const { gate, get } = await boot();
-    // Five, so that four hand-overs are timed: a poll may land within 40 ms by chance, not four times.
+    // Five, so that four hand-overs are timed.
     const responses = await Promise.all([0, 1, 2, 3, 4].map((i) => get(`/serial?tag=${i}`)));
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect(gate.mostAtOnce).toBe(1);
     const visits = [...gate.visits].sort((a, b) => a.enteredAt - b.enteredAt);
     expect(visits).toHaveLength(5);
-    for (let i = 1; i < visits.length; i++) {
-      const gap = visits[i].enteredAt - visits[i - 1].leftAt!;
-      expect(gap).toBeGreaterThanOrEqual(0);
-      // Woken by the release on this instance, not by the 50-75 ms poll.
-      expect(gap).toBeLessThan(40);
-    }
+    const gaps = visits.slice(1).map((v, i) => v.enteredAt - visits[i].leftAt!);
+    expect(gaps.filter((gap) => gap < 0)).toEqual([]);
+    // Woken by the release on this instance, not by the 50-75 ms poll, which lands within 25 ms
+    // of a release about 4 times in 10. A busy machine may hold one hand-over back; three of
+    // four coming that soon by the poll's chance is as unlikely as four within 40 ms would be.
+    expect(gaps.filter((gap) => gap < 25).length).toBeGreaterThanOrEqual(3);
   });
 });

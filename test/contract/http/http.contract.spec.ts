@@ -190,8 +190,12 @@ describe.each(STORES_AND_ADAPTERS)('HTTP contract on the %s store over %s', (kin
     const a = await app();
     const user = uniqueUser();
     expect(await statuses(a, '/short', 2, user)).toEqual([200, 200]);
+    const limitedAt = performance.now();
     const hammer = await statuses(a, '/short', 10, user);
-    expect(hammer.every((c) => c === 429)).toBe(true);
+    // Every one is turned away while the window holds the two; on a machine slow enough to spend
+    // the 400 ms on them, the first that comes after it is let in, as the window says.
+    if (performance.now() - limitedAt < 400) expect(hammer.every((c) => c === 429)).toBe(true);
+    else expect(hammer[0]).toBe(429);
     await sleep(450);
     expect((await get(a, '/short', user)).status).toBe(200);
   });

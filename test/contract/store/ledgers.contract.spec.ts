@@ -11,7 +11,7 @@ import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { RouteKeys } from '../../../lib/keys/route-keys.js';
 import { outcomesPendingOf } from '../../../lib/stores/decision.js';
-import { execute, type Limits } from '../../../lib/store-contract/store-call.js';
+import { type Limits } from '../../../lib/store-contract/store-call.js';
 import { MemoryStore, RedisStore, type RateLimitDecision } from '../../../lib/index.js';
 import { type ClientKind } from '../../support/clients.js';
 import { STORE_TARGETS, TestClock, useRedis } from '../../support/stores.js';
@@ -44,10 +44,10 @@ describe.each(STORE_TARGETS)('ledgers of requests in flight on %s', (target) => 
         costs: [1],
         ledgers: [RouteKeys.ledgerOf(key)],
       };
-      const consume = () => execute(store, { op: 'consume', limits });
+      const consume = () => store.execute({ op: 'consume', limits });
       /** The outcome of `of` is known: given back when it does not count, kept when it does. */
       const ended = (of: RateLimitDecision, givesBack: boolean) =>
-        execute(store, {
+        store.execute({
           op: 'refund',
           limits: { ...limits, costs: [givesBack ? 1 : 0] },
           of,
@@ -88,10 +88,10 @@ describe.each(STORE_TARGETS)('ledgers of requests in flight on %s', (target) => 
       const key = `ledger:{${randomUUID()}}`;
       const ledger = RouteKeys.ledgerOf(key);
       const limits: Limits = { keys: [key], policies: [policy], costs: [1], ledgers: [ledger] };
-      const decision = await execute(store, { op: 'consume', limits });
+      const decision = await store.execute({ op: 'consume', limits });
       const ttl = await client.pttl(ledger);
       expect(ttl).toBeGreaterThan(0);
-      await execute(store, { op: 'refund', limits, of: decision, counted: [1] });
+      await store.execute({ op: 'refund', limits, of: decision, counted: [1] });
       expect(await client.exists(ledger)).toBe(0);
     });
   }

@@ -95,7 +95,8 @@ describe('source-article defects on the Redis store', () => {
       Date.now = realDateNow;
     }
     const after = await serverMicros();
-    const at = Number(await client.hget(bucketKey, 'at'));
+    // The bucket's state packs five doubles; the second is when its tokens were counted.
+    const at = (await client.getBuffer(bucketKey))!.readDoubleLE(8);
     expect(at).toBeGreaterThanOrEqual(before);
     expect(at).toBeLessThanOrEqual(after);
     // GCRA stores the time the bucket empties first: now plus one emission interval of 12 s.
