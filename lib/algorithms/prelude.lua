@@ -67,6 +67,34 @@ local function stand_in(key)
   return 0
 end
 
+-- Reads a state an algorithm keeps packed in one string (one GET): `decoders` maps the string's
+-- length to the function that unpacks it. A key written before the packed layouts held the same
+-- numbers in a hash under `fields`, read by HMGET until rewritten. Answers nil and the numbers, nil
+-- alone when there is no state, or, when the key holds something else, what stands there (see
+-- stand_in) alone.
+local function read_packed(key, decoders, fields)
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'string' then
+    local decode = decoders[#stored]
+    if decode then
+      return nil, decode(stored)
+    end
+    return stand_in(key)
+  end
+  if stored and stored.err then
+    -- The former layout, a hash; or a key of another type.
+    stored = redis.pcall('HMGET', key, unpack(fields))
+    if stored.err then
+      return stand_in(key)
+    end
+    for i = 1, #fields do
+      stored[i] = tonumber(stored[i])
+    end
+    return nil, unpack(stored, 1, #fields)
+  end
+  return nil
+end
+
 -- The sorted-set algorithms (the log, the leases) keep one member per decision, weighted: its name
 -- ends in ":<units>", or carries one unit when it has no colon. A set whose members all carry one
 -- unit stays in the plain layout, where ZCARD is the count and a trim reads nothing; the first

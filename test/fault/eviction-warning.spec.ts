@@ -18,6 +18,7 @@ import {
 import { CLIENT_KINDS } from '../support/clients.js';
 import { startCluster, type TestCluster } from '../support/redis-cluster.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { asUserWithout } from '../support/acl-users.js';
 
 const EVICTING = [
   'allkeys-lru',
@@ -124,20 +125,8 @@ describe('eviction warning, other ways in', () => {
   it.each(CLIENT_KINDS)(
     'says one debug line, and no warning, where CONFIG is refused (%s client)',
     async (kind) => {
-      const user = { name: `no-config-${randomUUID()}`, password: randomUUID() };
       // Everything but CONFIG, as a managed service or a strict ACL allows.
-      await redis.shared.call(
-        'ACL',
-        'SETUSER',
-        user.name,
-        'on',
-        `>${user.password}`,
-        '~*',
-        '&*',
-        '+@all',
-        '-config',
-      );
-      try {
+      await asUserWithout(redis.shared, ['-config'], async (user) => {
         const logs = await boot({
           redis: (await redis.connect(kind, { user })) as RedisConnection,
         });
@@ -146,9 +135,7 @@ describe('eviction warning, other ways in', () => {
         expect(unread).toHaveLength(1);
         expect(unread[0]).toMatch(/NOPERM/);
         expect(unread[0]).toContain(DOCS);
-      } finally {
-        await redis.shared.call('ACL', 'DELUSER', user.name);
-      }
+      });
     },
   );
 });

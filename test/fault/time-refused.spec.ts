@@ -20,6 +20,7 @@ import { CLIENT_KINDS, openClient } from '../support/clients.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { useCluster } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
+import { createUserWithout } from '../support/acl-users.js';
 
 const LIMIT = 5;
 const POLICY = resolvePolicy({ period: '1h', threshold: LIMIT }, 'clock');
@@ -71,10 +72,9 @@ afterEach(() => {
 
 /** An ACL user that may do everything but `refused`; deleted after the block. */
 function useUser(refused: readonly string[]) {
-  const user = { name: `clock-${randomUUID()}`, password: randomUUID() };
+  const user = { name: '', password: '' };
   beforeAll(async () => {
-    await redis.shared.call('ACL', 'SETUSER', user.name, 'on', `>${user.password}`, '~*', '&*');
-    await redis.shared.call('ACL', 'SETUSER', user.name, '+@all', ...refused);
+    Object.assign(user, await createUserWithout(redis.shared, refused, 'clock'));
   });
   afterAll(async () => {
     await redis.shared.call('ACL', 'DELUSER', user.name);

@@ -33,36 +33,24 @@ end
 
 local SWC_PERIOD, SWC_CALENDAR = '<ddd', '<dddd'
 
--- The stored w, c, p and t (see above; t nil for windows of the period), nothing when there is none; or, when the
--- key holds something else, what stands there (see stand_in), first.
-local function swc_read(key)
-  local stored = redis.pcall('GET', key)
-  if type(stored) == 'string' and #stored == 24 then
+-- The stored w, c, p and t (see above; t nil for windows of the period).
+local SWC_DECODERS = {
+  [24] = function(stored)
     local window, count, previous = struct.unpack(SWC_PERIOD, stored)
-    return nil, window, count, previous
-  elseif type(stored) == 'string' and #stored == 32 then
+    return window, count, previous
+  end,
+  [32] = function(stored)
     local window, count, previous, last = struct.unpack(SWC_CALENDAR, stored)
-    return nil, window, count, previous, last
-  end
-  if stored and stored.err then
-    -- The former layout, a hash; or a key of another type.
-    stored = redis.pcall('HMGET', key, 'w', 'c', 'p', 't')
-    if stored.err then
-      return stand_in(key)
-    end
-    return nil, tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[3]), tonumber(stored[4])
-  end
-  if stored then
-    return stand_in(key)
-  end
-  return nil
-end
+    return window, count, previous, last
+  end,
+}
+local SWC_FIELDS = { 'w', 'c', 'p', 't' }
 
 -- This window's count and the previous one's; or, when the key holds something else, only what
 -- stands there (see stand_in).
 function ALGORITHMS.swc.open(key, now, p)
   local _, start, _, before = window_of(now, p)
-  local stand, window, count, stored_previous, last = swc_read(key)
+  local stand, window, count, stored_previous, last = read_packed(key, SWC_DECODERS, SWC_FIELDS)
   if stand then
     return stand
   end

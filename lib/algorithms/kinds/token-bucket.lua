@@ -16,35 +16,22 @@ local function tb_refill_ms(tokens, p)
   return ms((p.burst - tokens) * p.period / p.limit)
 end
 
--- Tokens in the bucket now: what was left plus the refill since, up to full; and, unless it is
--- full, its record { at, s, h, g }. Or, when the key is not a hash, only what stands there (see
--- stand_in).
 local TB_STATE = '<ddddd'
 
--- The stored state's five numbers (see above), nothing when there is none; or, when the key holds
--- something else, what stands there (see stand_in), first.
-local function tb_read(key)
-  local stored = redis.pcall('GET', key)
-  if type(stored) == 'string' and #stored == 40 then
-    return nil, struct.unpack(TB_STATE, stored)
-  end
-  if stored and stored.err then
-    -- The former layout, a hash; or a key of another type.
-    stored = redis.pcall('HMGET', key, 't', 'at', 's', 'h', 'g')
-    if stored.err then
-      return stand_in(key)
-    end
-    local n = tonumber
-    return nil, n(stored[1]), n(stored[2]), n(stored[3]), n(stored[4]), n(stored[5])
-  end
-  if stored then
-    return stand_in(key)
-  end
-  return nil
-end
+-- The stored t, at, s, h and g (see above).
+local TB_DECODERS = {
+  [40] = function(stored)
+    local left, at, full_before, high, given_after = struct.unpack(TB_STATE, stored)
+    return left, at, full_before, high, given_after
+  end,
+}
+local TB_FIELDS = { 't', 'at', 's', 'h', 'g' }
 
+-- Tokens in the bucket now: what was left plus the refill since, up to full; and, unless it is
+-- full, its record { at, s, h, g }. Or, when the key holds something else, only what stands
+-- there (see stand_in).
 function ALGORITHMS.tb.open(key, now, p)
-  local stand, left, at, full_before, high, given_after = tb_read(key)
+  local stand, left, at, full_before, high, given_after = read_packed(key, TB_DECODERS, TB_FIELDS)
   if stand then
     return stand
   end

@@ -10,6 +10,7 @@ import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
 import { policyArg } from '../../../lib/stores/redis/decisions/policy-args.js';
 import { BATCH_SCRIPT, DECISION_LIBRARY } from '../../../lib/stores/redis/decisions/scripts.js';
 import { useRedis } from '../../support/stores.js';
+import { type AclUser, createUserWithout } from '../../support/acl-users.js';
 
 const POLICY = resolvePolicy({ algorithm: 'fixed-window', period: '1h', threshold: 3 }, 'bf');
 const ARG = policyArg(POLICY, 1);
@@ -152,12 +153,11 @@ describe.each(MODES)('the batch function, as %s', (_mode, send) => {
   });
 
   describe('on a server that refuses TIME in scripts', () => {
-    const user = { name: `no-time-${randomUUID().slice(0, 8)}`, password: 'pw' };
+    let user: AclUser;
     let refused: Redis;
 
     beforeAll(async () => {
-      await client.call('ACL', 'SETUSER', user.name, 'on', `>${user.password}`, '~*', '&*');
-      await client.call('ACL', 'SETUSER', user.name, '+@all', '-time');
+      user = await createUserWithout(client, ['-time']);
       refused = new Redis({ port: redis().port, username: user.name, password: user.password });
     });
     afterAll(async () => {

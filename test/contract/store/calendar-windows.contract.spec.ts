@@ -13,6 +13,7 @@ import {
   RedisStore,
 } from '../../../lib/index.js';
 import { STORE_TARGETS, TestClock, useRedis } from '../../support/stores.js';
+import { createUserWithout } from '../../support/acl-users.js';
 import {
   calendarPolicy,
   DAY_US,
@@ -78,11 +79,8 @@ describe.each(STORE_TARGETS)('calendar windows on %s', (target) => {
   }
 
   /** An ACL user that may do everything but TIME, as some managed services allow. */
-  async function userWithoutTime() {
-    const user = { name: `calendar-${randomUUID()}`, password: randomUUID() };
-    const acl = (...args: string[]) => redis().shared.call('ACL', 'SETUSER', user.name, ...args);
-    await acl('on', `>${user.password}`, '~*', '&*', '+@all', '-time');
-    return user;
+  function userWithoutTime() {
+    return createUserWithout(redis().shared, ['-time'], 'calendar');
   }
 
   describe('fixed window', () => {

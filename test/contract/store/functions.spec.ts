@@ -10,6 +10,7 @@ import { DECISION_LIBRARY } from '../../../lib/stores/redis/decisions/scripts.js
 import { CLIENT_KINDS } from '../../support/clients.js';
 import { useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
+import { asUserWithout } from '../../support/acl-users.js';
 
 const POLICY = resolvePolicy({ period: '1h', threshold: 5 }, 'functions');
 
@@ -78,20 +79,8 @@ describe.each(CLIENT_KINDS)('Redis Functions through %s', (kind) => {
   });
 
   it('decides with scripts for good where FUNCTION is refused', async () => {
-    const user = { name: `no-functions-${randomUUID()}`, password: randomUUID() };
     // Everything but FUNCTION, as a managed service that disables it would allow.
-    await redis().shared.call(
-      'ACL',
-      'SETUSER',
-      user.name,
-      'on',
-      `>${user.password}`,
-      '~*',
-      '&*',
-      '+@all',
-      '-function',
-    );
-    try {
+    await asUserWithout(redis().shared, ['-function'], async (user) => {
       const store = new RedisStore({ client: await redis().connect(kind, { user }) });
       await store.warmUp();
       expect(store.usesFunctions).toBe(false);
@@ -101,9 +90,7 @@ describe.each(CLIENT_KINDS)('Redis Functions through %s', (kind) => {
         scripts: 6,
       });
       expect(store.usesFunctions).toBe(false);
-    } finally {
-      await redis().shared.call('ACL', 'DELUSER', user.name);
-    }
+    });
   });
 
   it('decides with scripts when told to, on a server that has Functions', async () => {

@@ -14,6 +14,7 @@ import { track } from '../../support/glide-clients.js';
 import { useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import '../../support/glide-logger.js';
+import { createUserWithout } from '../../support/acl-users.js';
 
 const POLICY = resolvePolicy({ period: '1h', threshold: 100 }, 'glide');
 const LEASE = resolvePolicy({ algorithm: 'concurrency', threshold: 1, period: '1m' }, 'lease');
@@ -39,16 +40,7 @@ describe('the Redis store on a GLIDE client', () => {
 
   it('loads the library for a user who may load functions but not list them', async () => {
     await redis().shared.function('FLUSH');
-    const user = { name: `loader-${randomUUID()}`, password: 'secret' };
-    await redis().shared.acl(
-      'SETUSER',
-      user.name,
-      'on',
-      `>${user.password}`,
-      '~*',
-      '+@all',
-      '-function|list',
-    );
+    const user = await createUserWithout(redis().shared, ['-function|list'], 'loader');
     const store = new RedisStore({ client: await redis().connect('glide', { user }) });
     await store.warmUp();
     expect(store.usesFunctions).toBe(true);

@@ -14,6 +14,7 @@ import { DECISION_LIBRARY } from '../../../lib/stores/redis/decisions/scripts.js
 import { RedisStore } from '../../../lib/stores/redis/redis.store.js';
 import { CLIENT_KINDS } from '../../support/clients.js';
 import { useRedis } from '../../support/stores.js';
+import { asUserWithout } from '../../support/acl-users.js';
 
 const POLICY = resolvePolicy({ algorithm: 'fixed-window', period: '1h', threshold: 5 }, 'memory');
 const ARG = policyArg(POLICY, 1);
@@ -138,45 +139,19 @@ describe('a user who may not ask for the epoch', () => {
   it('leaves the epoch to one who may read TIME, when it may not', async () => {
     const admin = redis().shared;
     await admin.call('FUNCTION', 'LOAD', 'REPLACE', DECISION_LIBRARY.code);
-    const user = { name: `no-time-${randomUUID()}`, password: randomUUID() };
-    await admin.call(
-      'ACL',
-      'SETUSER',
-      user.name,
-      'on',
-      `>${user.password}`,
-      '~*',
-      '&*',
-      '+@all',
-      '-time',
-    );
-    try {
+    await asUserWithout(admin, ['-time'], async (user) => {
       const client = await redis().connect('ioredis', { user });
       // The first to ask may not read TIME: it is told 0, and the memory has no epoch yet.
       expect(await (client as Redis).call('FCALL_RO', DECISION_LIBRARY.epochFn, '0')).toBe(0);
       expect(Number(await admin.call('FCALL_RO', DECISION_LIBRARY.epochFn, '0'))).toBeGreaterThan(
         0,
       );
-    } finally {
-      await admin.call('ACL', 'DELUSER', user.name);
-    }
+    });
   });
 
   it('decides with id keys, and asks no more than once meanwhile', async () => {
-    const user = { name: `no-epoch-${randomUUID()}`, password: randomUUID() };
     const admin = redis().shared;
-    await admin.call(
-      'ACL',
-      'SETUSER',
-      user.name,
-      'on',
-      `>${user.password}`,
-      '~*',
-      '&*',
-      '+@all',
-      '-fcall_ro',
-    );
-    try {
+    await asUserWithout(admin, ['-fcall_ro'], async (user) => {
       const store = new RedisStore({
         client: await redis().connect('ioredis', { user }),
         answerWithinMs: 2000,
@@ -193,9 +168,7 @@ describe('a user who may not ask for the epoch', () => {
       const stats = String(await admin.info('commandstats'));
       expect(/cmdstat_fcall_ro:calls=0,.*rejected_calls=(\d+)/.exec(stats)?.[1]).toBe('1');
       await store.close();
-    } finally {
-      await admin.call('ACL', 'DELUSER', user.name);
-    }
+    });
   });
 });
 

@@ -15,6 +15,7 @@ import { ALL_CLIENT_KINDS, type ClientKind } from '../../support/clients.js';
 import { startRedis } from '../../support/redis-server.js';
 import { useRedis } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
+import { asUserWithout } from '../../support/acl-users.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -201,11 +202,8 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
   });
 
   it('works on its own reading of the clock where the server refuses TIME in scripts', async () => {
-    const user = { name: `no-time-${randomUUID()}`, password: randomUUID() };
     const admin = redis().shared;
-    await admin.call('ACL', 'SETUSER', user.name, 'on', `>${user.password}`, '~*', '&*', '+@all');
-    await admin.call('ACL', 'SETUSER', user.name, '-time');
-    try {
+    await asUserWithout(admin, ['-time'], async (user) => {
       const store = new RedisStore({ client: await redis().connect(kind, { user }) });
       const prefix = `ov-${randomUUID()}`;
       const a = RedisOverrideSource.forStore(store, prefix);
@@ -221,9 +219,7 @@ describe.each(ALL_CLIENT_KINDS)('the Redis override source through %s', (kind: C
       const [entry] = (await a.list()).entries;
       expect(entry.expiresInMs).toBeGreaterThan(8000);
       expect(entry.expiresInMs).toBeLessThanOrEqual(9700);
-    } finally {
-      await admin.call('ACL', 'DELUSER', user.name);
-    }
+    });
   });
 
   it('tells another instance of a change, which its list shows, within 1 s', async () => {
