@@ -12,7 +12,7 @@ import { BATCH_SCRIPT, DECISION_LIBRARY } from '../../../lib/stores/redis/decisi
 import { useRedis } from '../../support/stores.js';
 import { type AclUser, createUserWithout } from '../../support/acl-users.js';
 
-const POLICY = resolvePolicy({ algorithm: 'fixed-window', period: '1h', threshold: 3 }, 'bf');
+const POLICY = resolvePolicy({ algorithm: 'fixed-window', period: '30d', threshold: 3 }, 'bf');
 const ARG = policyArg(POLICY, 1);
 
 /** One decision of a batch: its keys and its arguments, as decide.lua takes them. */
@@ -136,7 +136,7 @@ describe.each(MODES)('the batch function, as %s', (_mode, send) => {
 
   it('a batch that applied nothing keeps nothing, and a later copy decides afresh', async () => {
     const [k, id] = [key(), `bf:{${randomUUID()}}:id:y`];
-    const full = resolvePolicy({ algorithm: 'fixed-window', period: '1h', threshold: 1 }, 'bf');
+    const full = resolvePolicy({ algorithm: 'fixed-window', period: '30d', threshold: 1 }, 'bf');
     const one = policyArg(full, 1);
     await send(client, [[[k], ['c', '', one]]]);
     const members: Member[] = [

@@ -16,7 +16,9 @@ import { CLIENT_KINDS } from '../../support/clients.js';
 import { useRedis } from '../../support/stores.js';
 import { asUserWithout } from '../../support/acl-users.js';
 
-const POLICY = resolvePolicy({ algorithm: 'fixed-window', period: '1h', threshold: 5 }, 'memory');
+// Windows of 30 days, aligned to the epoch: no test here runs across the end of one, which would
+// expire the counts it reads (an hour's did, once).
+const POLICY = resolvePolicy({ algorithm: 'fixed-window', period: '30d', threshold: 5 }, 'memory');
 const ARG = policyArg(POLICY, 1);
 
 describe('the library memory of decision ids', () => {
@@ -40,7 +42,7 @@ describe('the library memory of decision ids', () => {
   let sent = 0;
   const id = () => [`sender-${process.pid}`, String(sent++)];
   const keys = (n: number) =>
-    Array.from({ length: n }, () => `memory:{${randomUUID()}}:0:fw:5-per-1h`);
+    Array.from({ length: n }, () => `memory:{${randomUUID()}}:0:fw:5-per-30d`);
 
   it('answers a copy with what the first one decided, applying nothing', async () => {
     const [key] = keys(1);
@@ -83,7 +85,7 @@ describe('the library memory of decision ids', () => {
     expect((await one(key, args))[0]).toBe(-1);
     expect(await count(key)).toBe(1);
     // A rejected decision keeps nothing: its copy, in time, decides again.
-    const full = resolvePolicy({ algorithm: 'fixed-window', period: '1h', threshold: 1 }, 'full');
+    const full = resolvePolicy({ algorithm: 'fixed-window', period: '30d', threshold: 1 }, 'full');
     const rejected = [await redisMicros(10_000), policyArg(full, 1), known, ...id()];
     expect((await one(key, rejected))[0]).toBe(0);
     expect((await one(key, rejected))[0]).toBe(0);
@@ -159,7 +161,7 @@ describe('a user who may not ask for the epoch', () => {
       await admin.config('RESETSTAT');
       await store.warmUp();
       const tag = `no-epoch:{${randomUUID()}}`;
-      const key = `${tag}:0:fw:5-per-1h`;
+      const key = `${tag}:0:fw:5-per-30d`;
       for (let i = 0; i < 5; i++) {
         expect((await store.consume([key], [POLICY], [1])).allowed).toBe(true);
       }
@@ -179,7 +181,7 @@ describe.each(CLIENT_KINDS)('the usual decision through %s', (kind) => {
     const store = new RedisStore({ client: await redis().connect(kind), answerWithinMs: 2000 });
     await store.warmUp();
     const tag = `usual:{${randomUUID()}}`;
-    const key = `${tag}:0:fw:5-per-1h`;
+    const key = `${tag}:0:fw:5-per-30d`;
     const consume = () => store.consume([key], [POLICY], [1]);
     expect((await consume()).allowed).toBe(true);
     // Eight at once: one goes alone, the rest wait for it and go as a batch.
