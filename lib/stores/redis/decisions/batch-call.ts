@@ -2,7 +2,7 @@
 // arguments as batch.lua takes them, and each decision's part of the batch's reply.
 import { type DecisionScript } from './scripts.js';
 import { DECISION_SENDER, decisionIdKey, decisionNumber } from './decision-id.js';
-import { EPOCH_CHANGED } from './library-memory.js';
+import { isEpochChanged } from './library-memory.js';
 
 /** One decision of a batch failed in Redis (the others were decided): the server's message. */
 export class BatchedDecisionError extends Error {
@@ -96,9 +96,7 @@ export function answersOf(reply: unknown, count: number): Answers {
   const values = reply as unknown[];
   const answers = new Array<unknown[] | BatchedDecisionError>(count);
   // Sent under an epoch that has ended: each decision answers so, as it would alone.
-  if (Array.isArray(values) && values.length === 2 && Number(values[0]) === EPOCH_CHANGED) {
-    return answers.fill(values);
-  }
+  if (isEpochChanged(values)) return answers.fill(values);
   let at = 0;
   for (let d = 0; d < count; d++) {
     const length = Array.isArray(values) ? Number(values[at]) : NaN;

@@ -10,7 +10,7 @@ import {
 } from './batch-call.js';
 import { DECISION_SENDER, decisionIdKey, decisionNumber } from './decision-id.js';
 import { type DecisionRunner, isNoFunction } from './decision-runner.js';
-import { type LibraryMemory, StoreEpochError } from './library-memory.js';
+import { isEpochChanged, type LibraryMemory, StoreEpochError } from './library-memory.js';
 import { failsThisDecisionOnly } from '../../resilience/store-failure.js';
 import { keySlot } from '../key-slot.js';
 import { BATCH_SCRIPT, DECISION_LIBRARY, type DecisionScript } from './scripts.js';
@@ -129,12 +129,15 @@ export class DecisionBatcher {
     if (call === undefined || call.clock !== job.args[1])
       call = job.aloneCall = this.aloneCallOf(job);
     const copy = job.lost === 'alone';
+    const connection = this.memory.connection;
     this.inFlight++;
     const sent =
       call.fn === DECISION_LIBRARY.oneFn
-        ? this.runner
-            .callFunction(call.fn, call.keys, call.args)
-            .catch((error: unknown) => this.withoutLibrary(job, call, copy, error))
+        ? this.runner.callFunction(call.fn, call.keys, call.args).then(
+            (reply) =>
+              isEpochChanged(reply) ? (this.keyedAgain(job, copy, connection) ?? reply) : reply,
+            (error: unknown) => this.withoutLibrary(job, copy, connection, error),
+          )
         : this.runner.run(job.script, call.keys, call.args);
     return sent.then(
       (reply) => {
@@ -152,16 +155,32 @@ export class DecisionBatcher {
 
   /**
    * A decision whose function the server does not hold (FUNCTION FLUSH, a restart without
-   * persistence): the library's memory went with it. Unless the call may have been a copy of one
-   * the server ran before (this store's own copy, or the client's, which comes only after a
-   * reconnection, when the epoch is forgotten), it never ran anywhere, and goes again as a script
-   * with an id key. A copy is answered as sent under an epoch that has ended.
+   * persistence): the library's memory went with it. As for one answered under an ended epoch
+   * (see keyedAgain), a first sending goes again with an id key, and a copy is answered as sent
+   * under an epoch that has ended.
    */
-  private withoutLibrary(job: DecisionJob, call: AloneCall, copy: boolean, error: unknown) {
+  private withoutLibrary(job: DecisionJob, copy: boolean, connection: number, error: unknown) {
     if (!isNoFunction(error)) throw error;
-    const firstSending = !copy && this.memory.known === call.args[2];
+    const again = this.keyedAgain(job, copy, connection);
+    if (again === undefined) throw failsThisDecisionOnly(new StoreEpochError());
+    return again;
+  }
+
+  /**
+   * A decision sent under an epoch found the library's memory begun again, and applied nothing.
+   * The epoch is forgotten. Unless the call may have been a copy of one the old memory saw applied
+   * (this store's own copy, or the client's, which it sends only on a new connection: one made
+   * since `connection`), it never ran anywhere: it goes again as a script with an id key, and its
+   * reply is returned. Undefined for a copy, which is answered as sent under an ended epoch.
+   */
+  private keyedAgain(
+    job: DecisionJob,
+    copy: boolean,
+    connection: number,
+  ): Promise<unknown> | undefined {
+    const firstSending = !copy && this.memory.connection === connection;
     this.memory.forget();
-    if (!firstSending) throw failsThisDecisionOnly(new StoreEpochError());
+    if (!firstSending) return undefined;
     const keyed = (job.aloneCall = this.keyedCall(job));
     return this.runner.run(job.script, keyed.keys, keyed.args);
   }
@@ -232,25 +251,28 @@ export class DecisionBatcher {
   private run(batch: SentBatch, copy = false): Promise<Answers> {
     this.inFlight++;
     const epoch = batch.args[0].endsWith('e') ? batch.args[1] : undefined;
+    // As a lone decision's (see keyedAgain): a first sending that finds the memory begun again,
+    // or the library gone, goes again with an id key.
+    const connection = this.memory.connection;
+    const keyedAgain = () => {
+      const firstSending = !copy && this.memory.connection === connection;
+      this.memory.forget();
+      if (!firstSending) return undefined;
+      Object.assign(batch, batchCall(batch.waiting, undefined));
+      return this.runner.run(BATCH_SCRIPT, batch.keys, batch.args, DECISION_LIBRARY.batchFn);
+    };
     const sent =
       epoch === undefined
         ? this.runner.run(BATCH_SCRIPT, batch.keys, batch.args, DECISION_LIBRARY.batchFn)
-        : this.runner
-            .callFunction(DECISION_LIBRARY.batchFn, batch.keys, batch.args)
-            .catch((error: unknown) => {
-              // As a lone decision's (see withoutLibrary).
+        : this.runner.callFunction(DECISION_LIBRARY.batchFn, batch.keys, batch.args).then(
+            (reply) => (isEpochChanged(reply) ? (keyedAgain() ?? reply) : reply),
+            (error: unknown) => {
               if (!isNoFunction(error)) throw error;
-              const firstSending = !copy && this.memory.known === epoch;
-              this.memory.forget();
-              if (!firstSending) throw failsThisDecisionOnly(new StoreEpochError());
-              Object.assign(batch, batchCall(batch.waiting, undefined));
-              return this.runner.run(
-                BATCH_SCRIPT,
-                batch.keys,
-                batch.args,
-                DECISION_LIBRARY.batchFn,
-              );
-            });
+              const again = keyedAgain();
+              if (again === undefined) throw failsThisDecisionOnly(new StoreEpochError());
+              return again;
+            },
+          );
     return sent.then(
       (reply) => {
         this.inFlight--;

@@ -7,6 +7,11 @@ const ASK_AGAIN_MS = 10_000;
 /** What a decision sent under an epoch the library's memory no longer has is answered. */
 export const EPOCH_CHANGED = -3;
 
+/** Whether `reply` (a decision's or a batch's) says it came under an ended epoch: `{ -3, now }`. */
+export function isEpochChanged(reply: unknown): boolean {
+  return Array.isArray(reply) && reply.length === 2 && Number(reply[0]) === EPOCH_CHANGED;
+}
+
 /**
  * Redis no longer remembers the decisions this instance sent under the epoch it knew (a restart,
  * a failover, a library loaded afresh): a decision sent under it may be a copy of one that was
@@ -36,6 +41,7 @@ export class LibraryMemory {
   private stopListening: (() => void) | undefined;
   /** After an ask that failed (an ACL that refuses FCALL_RO), when a decision may ask again. */
   private askAgainAt = 0;
+  private readyCount = 0;
 
   /** `usesFunctions`: whether decisions go out as FCALL now. */
   constructor(
@@ -43,9 +49,13 @@ export class LibraryMemory {
     private readonly usesFunctions: () => boolean,
   ) {}
 
-  /** The epoch known, without asking for one. */
-  get known(): string | undefined {
-    return this.current;
+  /**
+   * How many times the client has connected since the store began listening: a call answered on
+   * the connection it was sent on, when this has not changed meanwhile, was sent once, since a
+   * client sends a command again only on a new connection.
+   */
+  get connection(): number {
+    return this.readyCount;
   }
 
   /**
@@ -67,7 +77,10 @@ export class LibraryMemory {
   learn(): Promise<void> {
     if (this.client.nodeOf !== undefined || !this.usesFunctions()) return Promise.resolve();
     // A reconnection may be to another server, or to this one restarted.
-    this.stopListening ??= this.client.onReady(() => this.forget());
+    this.stopListening ??= this.client.onReady(() => {
+      this.readyCount++;
+      this.forget();
+    });
     // FCALL_RO: it writes nothing, and is not counted among the decisions.
     this.asking ??= this.client
       .command(['FCALL_RO', DECISION_LIBRARY.epochFn, '0'])
