@@ -2,7 +2,7 @@
  * `npm run bench`: ours against the floor and the usual alternatives, in one process, one run,
  * against one private redis-server, so every row saw the same machine and the same server.
  *
- *   npm run bench -- [--only decisions,alone,latency,flood,memory,http] [--quick] [--write]
+ *   npm run bench -- [--only decisions,alone,cluster,latency,flood,memory,http] [--quick] [--write]
  *
  * Tables go to stdout (progress to stderr); --write also rewrites bench/RESULTS.md, keeping the
  * hand-written notes at its end.
@@ -10,6 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { type AloneResult, runAlone } from './alone.js';
+import { type ClusterResult, runCluster } from './cluster.js';
 import { type DecisionsResult, runDecisions } from './decisions.js';
 import { type FloodResult, runFlood } from './flood.js';
 import { type LatencyResult, runLatency } from './latency.js';
@@ -79,6 +80,7 @@ try {
   };
   let decisions: DecisionsResult | undefined;
   let alone: AloneResult | undefined;
+  let cluster: ClusterResult | undefined;
   let latency: LatencyResult | undefined;
   let flood: FloodResult | undefined;
   let memory: MemoryResult | undefined;
@@ -90,6 +92,10 @@ try {
   if (options.sections.has('alone')) {
     alone = await runAlone(ctx);
     emit(alone.markdown);
+  }
+  if (options.sections.has('cluster')) {
+    cluster = await runCluster(ctx);
+    emit(cluster.markdown);
   }
   if (options.sections.has('latency')) {
     latency = await runLatency(ctx);
@@ -111,7 +117,7 @@ try {
     http = await section.runHttpBench({ redisUrl: redis.url, quick: options.quick });
     emit(renderHttpRows(http, section.HTTP_WORKLOAD_NOTE));
   }
-  emit(renderTargets({ decisions, alone, latency, flood, memory, http }));
+  emit(renderTargets({ decisions, alone, cluster, latency, flood, memory, http }));
 
   if (options.write) {
     writeResults(RESULTS_PATH, parts.join('\n\n'));

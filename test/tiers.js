@@ -18,6 +18,7 @@ const NEEDS_REDIS = [
   '/test/cluster/override-source.cluster.spec.ts',
   '/test/cluster/resharding.spec.ts',
   '/test/cluster/sentinel.spec.ts',
+  '/test/cluster/slot-groups.spec.ts',
   '/test/contract/http/block-cache.http.spec.ts',
   '/test/contract/http/module.contract.spec.ts',
   '/test/contract/http/scope.contract.spec.ts',

@@ -1,6 +1,14 @@
-/** `npm run bench -- [--only decisions,alone,latency,flood,memory,http] [--quick] [--write]` */
+/** `npm run bench -- [--only decisions,alone,cluster,latency,flood,memory,http] [--quick] [--write]` */
 
-export const SECTIONS = ['decisions', 'alone', 'latency', 'flood', 'memory', 'http'] as const;
+export const SECTIONS = [
+  'decisions',
+  'alone',
+  'cluster',
+  'latency',
+  'flood',
+  'memory',
+  'http',
+] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchOptions {

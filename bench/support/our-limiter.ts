@@ -24,6 +24,10 @@ export type OurLimiterOptions = {
   readonly clientOptions?: RedisOptions;
   /** The store's `batchSize`; unset, the module's own store with the default. */
   readonly batchSize?: number;
+  /** The store's `slotGroups` (see docs/redis.md, Slot groups). */
+  readonly slotGroups?: number;
+  /** A client connected already (a cluster's), instead of one of `library` to the URL. */
+  readonly client?: RedisClient;
 } & (
   | {
       /** Passed as the same object on every call, as an application would hold it. */
@@ -47,17 +51,16 @@ async function connect(library: Library, url: string, ioredisOptions?: RedisOpti
 
 export async function ourLimiter(url: string, options: OurLimiterOptions): Promise<Limiter> {
   // Every library's client goes in `redis:`: the module recognises each by its shape.
-  const client = await connect(options.library ?? 'ioredis', url, options.clientOptions);
+  const client =
+    options.client ?? (await connect(options.library ?? 'ioredis', url, options.clientOptions));
+  const { batchSize, slotGroups } = options;
   const moduleRef = await Test.createTestingModule({
     imports: [
       RateLimitModule.forRoot(
-        options.batchSize === undefined
+        batchSize === undefined && slotGroups === undefined
           ? { redis: client, keyPrefix: options.prefix }
           : {
-              store: new RedisStore({
-                client: client as RedisClient,
-                batchSize: options.batchSize,
-              }),
+              store: new RedisStore({ client: client as RedisClient, batchSize, slotGroups }),
               keyPrefix: options.prefix,
             },
       ),
@@ -84,7 +87,7 @@ export async function ourLimiter(url: string, options: OurLimiterOptions): Promi
       // The module leaves a client it was given open.
       if ('invokeScript' in client) client.close();
       else if ('quit' in client && !(client instanceof Redis)) await client.quit();
-      else await closeClient(client);
+      else await closeClient(client as Parameters<typeof closeClient>[0]);
     },
   };
 }

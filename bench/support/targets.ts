@@ -1,5 +1,6 @@
 /** The goals this module sets itself, each checked against what this run measured. */
 import { type AloneResult } from '../alone.js';
+import { CLUSTER_SLOT_GROUPS, type ClusterId, type ClusterResult } from '../cluster.js';
 import { type DecisionsResult } from '../decisions.js';
 import { type FloodResult, type FloodRow } from '../flood.js';
 import { type LatencyResult } from '../latency.js';
@@ -12,6 +13,7 @@ import { fixed, ratio, table } from './markdown.js';
 export interface Measured {
   readonly decisions?: DecisionsResult;
   readonly alone?: AloneResult;
+  readonly cluster?: ClusterResult;
   readonly flood?: FloodResult;
   readonly memory?: MemoryResult;
   readonly http?: readonly HttpRow[];
@@ -112,6 +114,25 @@ export function renderTargets(m: Measured): string {
     check: m.alone && atMost(m.alone.ratio(algorithm), goal),
   });
 
+  const cluster = m.cluster;
+  const onCluster = (id: ClusterId): Target[] => [
+    {
+      measure: `3-master Cluster decisions/s: ${id} vs rate-limiter-flexible`,
+      target: atLeastText(1.2),
+      check: cluster && atLeast(cluster.ratio(id), 1.2),
+    },
+    {
+      measure: `3-master Cluster Redis CPU per decision: ${id} vs rate-limiter-flexible`,
+      target: '≤ 0.80×',
+      check: cluster && atMost(cluster.cpuRatio(id), 0.8),
+    },
+    {
+      measure: `3-master Cluster decisions answered by the fallback: ${id}`,
+      target: '0',
+      check: cluster && { measured: String(cluster.degraded(id)), met: cluster.degraded(id) === 0 },
+    },
+  ];
+
   const targets: Target[] = [
     alone('fixed-window', 'rate-limiter-flexible', 1),
     alone('leaky-bucket', 'rate-limiter-flexible', 1),
@@ -141,6 +162,9 @@ export function renderTargets(m: Measured): string {
       redisCpu(library, 'ours:leaky-bucket', 'ours leaky-bucket (GCRA) vs rate-limiter-flexible'),
       redisCpu(library, 'ours:token-bucket', 'ours token-bucket vs rate-limiter-flexible'),
     ]),
+    ...onCluster(`ours:fixed-window:g${CLUSTER_SLOT_GROUPS}@ioredis`),
+    ...onCluster(`ours:sliding-window:g${CLUSTER_SLOT_GROUPS}@ioredis`),
+    ...onCluster(`ours:fixed-window:g${CLUSTER_SLOT_GROUPS}@node-redis`),
     latency(1, 'p50Ms'),
     latency(1, 'p99Ms'),
     latency(16, 'p50Ms'),

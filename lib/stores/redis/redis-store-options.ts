@@ -41,6 +41,20 @@ export interface RedisStoreOptions {
    * decision as its own call. See docs/redis.md, Batches.
    */
   batchSize?: number;
+  /**
+   * On Redis Cluster: put every key in one of this many hash slots (1 to 1024), chosen by the
+   * key's own, so that decisions on different trackers share a slot and go to their master in
+   * one batch. Unset, the default layout: each tracker's keys have a slot of their own, and on a
+   * cluster nearly every decision is a call of its own. Each group is a slot, which moves between
+   * masters whole; setting it, or changing it, moves every key, so limits start counting afresh.
+   * See docs/redis.md, Slot groups.
+   *
+   * @example
+   * ```ts
+   * new RedisStore({ client: new Cluster(nodes), slotGroups: 48 });
+   * ```
+   */
+  slotGroups?: number;
 }
 
 /** What one Redis primary does when its memory is full; see `RedisStore.memoryPolicies`. */

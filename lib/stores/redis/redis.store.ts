@@ -17,6 +17,7 @@ import { DecisionSender } from './decisions/decision-sender.js';
 import { ReconnectWaiters } from './lost-replies.js';
 import { DECISION_SCRIPTS } from './decisions/scripts.js';
 import { callsOwnError } from '../resilience/store-failure.js';
+import { SlotGroups } from './slot-groups.js';
 
 export type { EvictionSetting, RedisStoreOptions } from './redis-store-options.js';
 
@@ -58,6 +59,7 @@ export class RedisStore extends OperationStore {
   private readonly reconnected: ReconnectWaiters;
   private readonly watch: ClientWatch;
   private readonly sender: DecisionSender;
+  private readonly groups: SlotGroups | undefined;
 
   constructor(options: RedisStoreOptions) {
     super();
@@ -74,6 +76,7 @@ export class RedisStore extends OperationStore {
     if (!Number.isInteger(batchSize) || batchSize < 1) {
       throw configError('RedisStore', 'batchSize', batchSize, 'an integer of 1 or more');
     }
+    this.groups = options.slotGroups === undefined ? undefined : new SlotGroups(options.slotGroups);
     this.memory = new LibraryMemory(scripts, () => this.runner.usesFunctions);
     this.batcher = new DecisionBatcher(
       this.runner,
@@ -205,7 +208,8 @@ export class RedisStore extends OperationStore {
    */
   override nodeOf(keys: readonly string[]): string {
     const nodeOf = this.scripts.nodeOf;
-    return nodeOf === undefined || keys.length === 0 ? '' : nodeOf(keys[0]);
+    if (nodeOf === undefined || keys.length === 0) return '';
+    return nodeOf(this.groups === undefined ? keys[0] : this.groups.place(keys[0]));
   }
 
   /**
@@ -250,6 +254,7 @@ export class RedisStore extends OperationStore {
 
   /** Decides `call` in Redis: one atomic script call over all of its policies. */
   execute(call: StoreCall): Promise<RateLimitDecision> {
+    if (this.groups !== undefined) call = { ...call, limits: this.groups.placeAll(call.limits) };
     let encoded: EncodedCall | undefined;
     try {
       encoded = encodeCall(call);

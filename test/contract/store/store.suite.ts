@@ -5,6 +5,7 @@ import { type Cluster, type Redis } from 'ioredis';
 import { MemoryStore, RedisStore, type RateLimitStore } from '../../../lib/index.js';
 import { type RedisClient } from '../../../lib/stores/redis/clients/redis-client.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
+import { SlotGroups } from '../../../lib/stores/redis/slot-groups.js';
 import { consumeOne, TestClock } from '../../support/stores.js';
 import { entriesOf, unitsIn } from '../../support/weighted-sets.js';
 
@@ -19,6 +20,8 @@ export interface ContractTarget {
   inspect(): Redis | Cluster;
   /** Decide with Redis Functions (the default) or with scripts, as a server without them would. */
   functions?: boolean;
+  /** The store's `slotGroups`: its keys then stand in Redis under their groups' tags. */
+  slotGroups?: number;
 }
 
 /**
@@ -30,7 +33,12 @@ export function storeContract(target?: ContractTarget): void {
     const now = clock?.now;
     if (target === undefined) return new MemoryStore({ clock: now });
     const functions = target.functions ?? true;
-    const store = new RedisStore({ client: await target.storeClient(), clock: now, functions });
+    const store = new RedisStore({
+      client: await target.storeClient(),
+      clock: now,
+      functions,
+      slotGroups: target.slotGroups,
+    });
     await store.warmUp();
     expect(store.usesFunctions).toBe(functions);
     return store;
@@ -146,8 +154,9 @@ export function storeContract(target?: ContractTarget): void {
     }
     expect((await consumeOne(store, k, p, 1)).allowed).toBe(false);
     if (target !== undefined) {
-      expect(await unitsIn(target.inspect(), k)).toBe(50);
-      expect((await entriesOf(target.inspect(), k)).map((e) => e.units)).toEqual([50]);
+      const stored = target.slotGroups ? new SlotGroups(target.slotGroups).place(k) : k;
+      expect(await unitsIn(target.inspect(), stored)).toBe(50);
+      expect((await entriesOf(target.inspect(), stored)).map((e) => e.units)).toEqual([50]);
     }
   });
 
