@@ -11,6 +11,7 @@ import { type Limiter } from './support/limiter.js';
 import { fixed, ratio, table } from './support/markdown.js';
 import { ourLimiter } from './support/our-limiter.js';
 import { flexibleLimiter } from './support/peer-limiters.js';
+import { PROBES, type ProbeId } from './support/probe-limiters.js';
 import { counterDelta, serverCounters } from './support/redis-stats.js';
 
 const KEYS = 1_000;
@@ -18,7 +19,13 @@ const DECISIONS = 5_000;
 const ROUNDS = 5;
 
 export type AloneId =
-  'floor' | 'flexible' | 'fixed-window' | 'leaky-bucket' | 'token-bucket' | 'sliding-window';
+  | 'floor'
+  | 'flexible'
+  | 'fixed-window'
+  | 'leaky-bucket'
+  | 'token-bucket'
+  | 'sliding-window'
+  | ProbeId;
 
 interface AloneContender {
   readonly id: AloneId;
@@ -26,9 +33,13 @@ interface AloneContender {
   /** What it is held to: rate-limiter-flexible, or the floor for a log. */
   readonly against: 'flexible' | 'floor' | undefined;
   readonly start: (url: string) => Promise<Limiter>;
+  /** A step of the profile (see probe-limiters.ts), not a limiter: shown in a table of its own. */
+  readonly probe?: true;
 }
 
-const ours = (algorithm: Exclude<AloneId, 'floor' | 'flexible'>): AloneContender => ({
+const ours = (
+  algorithm: 'fixed-window' | 'leaky-bucket' | 'token-bucket' | 'sliding-window',
+): AloneContender => ({
   id: algorithm,
   label: `ours ${algorithm}`,
   against: algorithm === 'sliding-window' ? 'floor' : 'flexible',
@@ -56,6 +67,7 @@ const CONTENDERS: readonly AloneContender[] = [
   ours('leaky-bucket'),
   ours('token-bucket'),
   ours('sliding-window'),
+  ...PROBES.map((probe) => ({ ...probe, against: 'flexible' as const, probe: true as const })),
 ];
 
 interface Sample {
@@ -91,7 +103,7 @@ export async function runAlone(ctx: BenchContext): Promise<AloneResult> {
     const theirs = samples.get(against)!;
     return median(own.map((s, round) => s.scriptUs / theirs[round].scriptUs));
   };
-  const rows = CONTENDERS.map((c) => {
+  const row = (c: AloneContender) => {
     const own = samples.get(c.id)!;
     const cpuAgainst = c.against && samples.get(c.against)!;
     return [
@@ -104,13 +116,18 @@ export async function runAlone(ctx: BenchContext): Promise<AloneResult> {
         : `${ratio(ratioOf(c.id))} ${c.against === 'floor' ? 'floor' : 'rlf'}`,
       cpuAgainst ? ratio(median(own.map((s, round) => s.cpuUs / cpuAgainst[round].cpuUs))) : '–',
     ];
-  });
+  };
+  const columns = ['contender', 'script µs', 'rounds', 'Redis CPU µs', 'script vs', 'CPU vs'];
   const markdown = [
     '## One decision at a time: Redis time per decision',
     '',
     `${decisions.toLocaleString('en-US')} decisions, one in flight, over ${KEYS.toLocaleString('en-US')} keys warmed by one decision each, limit ${LIMIT.threshold} per ${LIMIT.periodMs / 1000} s, so nothing is rejected; ${rounds} round${rounds === 1 ? '' : 's'}, every contender once per round in rotated order, FLUSHALL between rounds, each on its own ioredis client. "script µs" is the time inside EVALSHA or FCALL per decision (INFO commandstats), "Redis CPU µs" all of redis-server's CPU per decision (INFO cpu: parsing, I/O and expiry included). The ratios are medians of the ratios within each round: the fixed window, leaky bucket and token bucket against rate-limiter-flexible (one EVALSHA of SET NX, INCRBY and PTTL), the sliding log against the floor, a minimal 4-call sorted-set script. Ours goes through \`RateLimitService.consume\` on a Nest app, as in the decisions section.`,
     '',
-    table(['contender', 'script µs', 'rounds', 'Redis CPU µs', 'script vs', 'CPU vs'], rows),
+    table(columns, CONTENDERS.filter((c) => !c.probe).map(row)),
+    '',
+    "Where a lone decision's time goes: probes that do a part of a fixed-window decision and nothing else, measured in the same rounds (bench/support/probe-limiters.ts). Each FCALL probe adds one step to the one above it; the last two are the two ways to keep a decision's id.",
+    '',
+    table(columns, CONTENDERS.filter((c) => c.probe).map(row)),
   ].join('\n');
   return { markdown, ratio: ratioOf };
 }
