@@ -221,7 +221,8 @@ describe.each(CONNECTIONS)('faults under steady traffic, %s', (client, connect) 
     if (fault.degrades) {
       expect(degraded.length).toBeGreaterThan(0);
       expect(degraded.every((s) => s.degraded === 'memory' && s.allowed)).toBe(true);
-      expect(recoveryMs).toBeLessThanOrEqual(1000);
+      // Back in Redis within a second of the fault's end, held up by no more than a stall.
+      expect(recoveryMs).toBeLessThanOrEqual(1000 + longestStallMs);
       // One warning when an outage starts and one message when it ends, not one per request.
       // On a busy machine a starved server may also run a decision past its 100 ms deadline
       // before the fault (StoreLateError): a short outage of its own, warned of and ended alike.
