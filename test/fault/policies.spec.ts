@@ -2,6 +2,7 @@
  * What a client sees while Redis is down, for each `onStoreError` policy, over HTTP through a real
  * Nest app; and the bounded wait with a client the application passed in, queueing and all.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -136,13 +137,18 @@ describe('onStoreError while Redis is down', () => {
       await redis.kill();
       const latencies: number[] = [];
       const sources: Array<string | undefined> = [];
+      // An answer cannot come while this process itself is held up (the CPU busy elsewhere, a
+      // long GC): the longest such hold-up is allowed on top of the margin, as in faults.spec.ts.
+      const stalls = monitorEventLoopDelay({ resolution: 10 });
+      stalls.enable();
       for (let i = 0; i < 30; i++) {
         const started = performance.now();
         const decision = await limiter.consume(`queued:${i % 3}`, { period: '1h', threshold: 100 });
         latencies.push(performance.now() - started);
         sources.push(decision.degraded);
       }
-      expect(Math.max(...latencies)).toBeLessThanOrEqual(100 + 75);
+      stalls.disable();
+      expect(Math.max(...latencies)).toBeLessThanOrEqual(100 + 75 + stalls.max / 1e6);
       expect(sources.every((s) => s === 'memory')).toBe(true);
 
       // ioredis reconnects on its own schedule; shared limiting resumes when it has.
