@@ -67,11 +67,12 @@ describe.each(CLIENTS)('a reply lost, and a slow reconnect (%s)', (_name, open) 
     await redis.stop();
   });
 
-  it('gives back the decision Redis ran, once the client is back', async () => {
-    proxy = await startTcpProxy(redis.port);
-    client = await open(proxy.url);
-    const store = new RedisStore({ client, answerWithinMs: TIMEOUT_MS });
-    await store.warmUp();
+  /**
+   * One decision whose reply is lost: whether the client came back while Redis still kept the
+   * decision's id (its deadline plus 500 ms, less the copy's way there), and, when it did, the
+   * decision given back.
+   */
+  async function loseOneReply(store: RedisStore): Promise<boolean> {
     const key = `slow:{${randomUUID()}}`;
     // The deadline is learnt from replies: one decision before the fault.
     expect((await store.consume([key], [POLICY], [1])).allowed).toBe(true);
@@ -86,11 +87,24 @@ describe.each(CLIENTS)('a reply lost, and a slow reconnect (%s)', (_name, open) 
       ownsPrimary: false,
       logger: { warn: () => {}, log: () => {} },
     });
+    let backAt = Infinity;
+    const events = client as unknown as NodeJS.EventEmitter;
+    const onReady = () => (backAt = Math.min(backAt, performance.now()));
+    events.on('ready', onReady);
+    const sentAt = performance.now();
     const lost = resilient.consume([key], [POLICY], [1]);
     await reset;
     // Redis ran it: two requests counted, while the fallback answers the caller.
     expect(await redis.shared.zcard(key)).toBe(2);
     expect((await lost).degraded).toBe('memory');
+    await waitFor('the client back', 10_000, async () => backAt < Infinity || 'not yet');
+    events.off('ready', onReady);
+    // A loaded machine can hold the client up past the id's life: then the store cannot learn
+    // what Redis ran, as documented, and the caller tries again.
+    if (backAt - sentAt > TIMEOUT_MS + 500 - 150) {
+      await resilient.close();
+      return false;
+    }
 
     await waitFor('the lost decision given back', 3000, async () => {
       const counted = await redis.shared.zcard(key);
@@ -100,5 +114,17 @@ describe.each(CLIENTS)('a reply lost, and a slow reconnect (%s)', (_name, open) 
     await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS + 600));
     expect(await redis.shared.zcard(key)).toBe(1);
     await resilient.close();
+    return true;
+  }
+
+  it('gives back the decision Redis ran, once the client is back', async () => {
+    proxy = await startTcpProxy(redis.port);
+    client = await open(proxy.url);
+    const store = new RedisStore({ client, answerWithinMs: TIMEOUT_MS });
+    await store.warmUp();
+    let attempts = 1;
+    while (!(await loseOneReply(store))) {
+      if (++attempts > 3) throw new Error('the client never came back while Redis kept the id');
+    }
   });
 });
