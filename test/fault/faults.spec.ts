@@ -230,8 +230,17 @@ describe.each(CONNECTIONS)('faults under steady traffic, %s', (client, connect) 
       expect(logger.warnings.length).toBeLessThanOrEqual(3);
       expect(recoveries()).toHaveLength(logger.warnings.length);
     } else {
-      expect(degraded).toEqual([]);
-      expect(logger.warnings).toEqual([]);
+      // The fault itself goes unnoticed: no error reply reaches a decision. A busy machine may
+      // still starve the server past a decision's deadline at any moment, flush or not: such an
+      // outage is the deadline's alone (a StoreTimeoutError or StoreLateError), short, warned of
+      // and ended, and answered by the fallback like any other.
+      expect(logger.warnings.length).toBeLessThanOrEqual(2);
+      for (const warning of logger.warnings) {
+        expect(warning).toMatch(/\((StoreTimeoutError|StoreLateError): /);
+      }
+      expect(recoveries()).toHaveLength(logger.warnings.length);
+      expect(degraded.every((s) => s.degraded === 'memory' && s.allowed)).toBe(true);
+      if (logger.warnings.length === 0) expect(degraded).toEqual([]);
     }
     expect(exact).toEqual({ allowed: 5, degraded: 0 });
     expect(unhandled).toEqual([]);
