@@ -125,7 +125,7 @@ export async function runAlone(ctx: BenchContext): Promise<AloneResult> {
     '',
     table(columns, CONTENDERS.filter((c) => !c.probe).map(row)),
     '',
-    "Where a lone decision's time goes: probes that do a part of a fixed-window decision and nothing else, measured in the same rounds (bench/support/probe-limiters.ts). Each FCALL probe adds one step to the one above it; the last two are the two ways to keep a decision's id.",
+    "Where a lone decision's time goes: probes that do a part of a fixed-window decision and nothing else, measured in the same rounds (bench/support/probe-limiters.ts). Every probe is sent the same keys and arguments (the counter, an id key and the id), so that an EVALSHA and an FCALL differ only in how they run; each FCALL probe adds one step to the one above it, and the last two are the two ways to keep a decision's id.",
     '',
     table(columns, CONTENDERS.filter((c) => c.probe).map(row)),
   ].join('\n');

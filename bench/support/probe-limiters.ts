@@ -67,77 +67,52 @@ redis.register_function('probe_id_kept', function(keys, args)
 end)
 `;
 
-const EVAL_EMPTY = 'return 1';
+// The scripts EVALSHA runs, in their order in the profile: the same steps as the FCALL probes.
+const EVAL_TIME = "redis.call('TIME') ";
 const EVAL_INCR = "return redis.call('INCRBY', KEYS[1], 1)";
-const EVAL_TIME_INCR = "redis.call('TIME') return redis.call('INCRBY', KEYS[1], 1)";
 
-const FUNCTIONS: Record<Exclude<ProbeId, `eval-${string}`>, string> = {
-  'fcall-empty': 'probe_empty',
-  'fcall-incr': 'probe_incr',
-  'fcall-time-incr': 'probe_time_incr',
-  'fcall-reply': 'probe_reply',
-  'fcall-id-key': 'probe_id_key',
-  'fcall-id-kept': 'probe_id_kept',
-};
-
-export const PROBES: readonly Probe[] = [
-  {
-    id: 'eval-empty',
-    label: 'probe: EVALSHA `return 1`',
-    start: (url) => evalProbe(url, EVAL_EMPTY),
-  },
-  {
-    id: 'fcall-empty',
-    label: 'probe: FCALL `return 1`',
-    start: (url) => fcallProbe(url, 'fcall-empty'),
-  },
-  { id: 'eval-incr', label: 'probe: EVALSHA INCRBY', start: (url) => evalProbe(url, EVAL_INCR) },
-  { id: 'fcall-incr', label: 'probe: FCALL INCRBY', start: (url) => fcallProbe(url, 'fcall-incr') },
-  {
-    id: 'eval-time-incr',
-    label: 'probe: EVALSHA TIME, INCRBY',
-    start: (url) => evalProbe(url, EVAL_TIME_INCR),
-  },
-  {
-    id: 'fcall-time-incr',
-    label: 'probe: FCALL TIME, INCRBY',
-    start: (url) => fcallProbe(url, 'fcall-time-incr'),
-  },
-  {
-    id: 'fcall-reply',
-    label: "probe: … and a decision's 6-entry reply",
-    start: (url) => fcallProbe(url, 'fcall-reply'),
-  },
-  {
-    id: 'fcall-id-key',
-    label: '… and its id in a key (SET PX of the packed reply)',
-    start: (url) => fcallProbe(url, 'fcall-id-key'),
-  },
-  {
-    id: 'fcall-id-kept',
-    label: "… or its id kept in the library's memory",
-    start: (url) => fcallProbe(url, 'fcall-id-kept'),
-  },
+// Each probe: its id, its label, and what it runs: an EVALSHA script or a function of PROBE_LIBRARY.
+const PROBE_TABLE: readonly (readonly [ProbeId, string, { script: string } | { fn: string }])[] = [
+  ['eval-empty', 'probe: EVALSHA `return 1`', { script: 'return 1' }],
+  ['fcall-empty', 'probe: FCALL `return 1`', { fn: 'probe_empty' }],
+  ['eval-incr', 'probe: EVALSHA INCRBY', { script: EVAL_INCR }],
+  ['fcall-incr', 'probe: FCALL INCRBY', { fn: 'probe_incr' }],
+  ['eval-time-incr', 'probe: EVALSHA TIME, INCRBY', { script: EVAL_TIME + EVAL_INCR }],
+  ['fcall-time-incr', 'probe: FCALL TIME, INCRBY', { fn: 'probe_time_incr' }],
+  ['fcall-reply', "probe: … and a decision's 6-entry reply", { fn: 'probe_reply' }],
+  ['fcall-id-key', '… and its id in a key (SET PX of the packed reply)', { fn: 'probe_id_key' }],
+  ['fcall-id-kept', "… or its id kept in the library's memory", { fn: 'probe_id_kept' }],
 ];
+
+export const PROBES: readonly Probe[] = PROBE_TABLE.map(([id, label, runs]) => ({
+  id,
+  label,
+  start: (url: string) =>
+    'script' in runs ? evalProbe(url, runs.script) : fcallProbe(url, runs.fn),
+}));
+
+// Every probe is sent the same keys and arguments as the last FCALL probes need: the counter, an id
+// key that shares its hash tag (as ours does), and the id kept in memory; a step that does not use
+// them still pays for receiving them, as the one that does.
+function probeArgs(key: string, sent: number): string[] {
+  return [`{${key}}`, `{${key}}:id:${sent}`, String(sent)];
+}
 
 async function evalProbe(url: string, script: string): Promise<Limiter> {
   const client = new Redis(url);
   const sha = String(await client.script('LOAD', script));
-  return probeLimiter(client, (key) => client.evalsha(sha, 1, key));
+  let sent = 0;
+  return probeLimiter(client, (key) => client.evalsha(sha, 2, ...probeArgs(key, ++sent)));
 }
 
-async function fcallProbe(url: string, id: keyof typeof FUNCTIONS): Promise<Limiter> {
+async function fcallProbe(url: string, fn: string): Promise<Limiter> {
   const client = new Redis(url);
   // Loaded once a run: replacing it would leave the garbage of the last one to the next probe.
   await client.call('FUNCTION', 'LOAD', PROBE_LIBRARY).catch((error: Error) => {
     if (!/already exists/.test(error.message)) throw error;
   });
-  const name = FUNCTIONS[id];
   let sent = 0;
-  return probeLimiter(client, (key) =>
-    // The id key shares the key's hash tag, as ours does; the count is the id kept in memory.
-    client.call('FCALL', name, 2, `{${key}}`, `{${key}}:id:${++sent}`, String(sent)),
-  );
+  return probeLimiter(client, (key) => client.call('FCALL', fn, 2, ...probeArgs(key, ++sent)));
 }
 
 function probeLimiter(client: Redis, send: (key: string) => Promise<unknown>): Limiter {
