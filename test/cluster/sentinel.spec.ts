@@ -13,6 +13,7 @@ import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { createSentinel } from 'redis';
 import {
+  type RateLimitDecision,
   RateLimitModule,
   type RateLimitPolicy,
   RateLimitService,
@@ -149,12 +150,30 @@ describe.each(SENTINEL_KINDS)('failover under Redis Sentinel through %s', (kind)
         : 'the fallback answered',
     );
 
-    const before = await Promise.all([0, 1, 2].map(() => limiter.consume(key, policy)));
-    expect(before.map((d) => d.allowed)).toEqual([true, true, true]);
-    // On a busy machine one may miss the 100 ms and be the fallback's, counted in this instance's
-    // memory and not in Redis: what Redis counted is what the replica must keep.
-    const counted = before.filter((d) => d.degraded === undefined).length;
-    expect(counted).toBeGreaterThan(0);
+    // Three requests counted in Redis before the master dies, one at a time. On a busy machine a
+    // decision may miss the 100 ms and be the fallback's, counted in this instance's memory and not
+    // in Redis (one Redis applied too late is given back): another is sent until Redis has
+    // answered three. What Redis holds then is what the replica must keep.
+    const before: RateLimitDecision[] = [];
+    await waitFor('three decisions counted in Redis', 10_000, async () => {
+      const decision = await limiter.consume(key, policy);
+      if (decision.degraded === undefined) before.push(decision);
+      return before.length === 3 ? true : `${before.length} counted`;
+    });
+    expect(before.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 4],
+      [true, 3],
+      [true, 2],
+    ]);
+    const counted = before.length;
+    // A give-back of a late decision may still be on its way: Redis holds exactly the three first
+    // (a peek answers as one more request would: one fewer left).
+    await waitFor('Redis holding the three', 5_000, async () => {
+      const seen = await limiter.peek(key, policy);
+      return seen.degraded === undefined && seen.remaining === 4 - counted
+        ? true
+        : `remaining ${seen.remaining}${seen.degraded === undefined ? '' : ' (fallback)'}`;
+    });
     expect(await admin(master.port).call('WAIT', '1', '1000')).toBe(1);
 
     const killedAt = performance.now();
