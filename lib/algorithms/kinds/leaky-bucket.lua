@@ -1,5 +1,5 @@
 -- Leaky bucket as a meter, by GCRA (the "funnel"). Per key, the theoretical arrival time (TAT),
--- the moment the bucket would be empty again, with a record of its fill (see gcra_value). The
+-- the moment the bucket would be empty again, with a record of its fill (see GCRA_STATE). The
 -- bucket drains one request every interval = period / limit, rounded up to a whole microsecond
 -- so it never drains faster than configured, and holds up to `burst` requests. A denial writes
 -- nothing.
@@ -10,15 +10,30 @@ local function gcra_interval(p)
   return math.ceil(p.period / p.limit)
 end
 
--- The value: "<tat> <tat - at> <tat - since> <low> <given - since + 1>": the theoretical arrival
--- time; how long before it the key was last written (at) and the bucket was last empty (since);
--- the least the bucket has held since then (µs of draining); and when since then it was last given
--- something back (given; 0 if never). All integer µs; the record bounds a late give-back (see
--- refund), its times kept as offsets so that the value stays short.
-local function gcra_value(tat, at, since, low, given)
-  return string.format(
-    '%.0f %.0f %.0f %.0f %.0f', tat, tat - at, tat - since, low, given - since + 1
-  )
+-- The state: five doubles packed in one string (struct '<ddddd', 40 bytes, which Redis keeps in
+-- the key itself): the theoretical arrival time (tat); how long before it the key was last written
+-- (at) and the bucket was last empty (since); the least the bucket has held since then (µs of
+-- draining); and when since then it was last given something back (given - since + 1; 0 if
+-- never). All integer µs, exact in a double; the record bounds a late give-back (see refund), its
+-- times kept as offsets. One GET reads it and one SET writes it, with no text to format or parse.
+local GCRA_STATE = '<ddddd'
+
+local function gcra_state(tat, at, since, low, given)
+  return struct.pack(GCRA_STATE, tat, tat - at, tat - since, low, given - since + 1)
+end
+
+-- A key written by an earlier version holds the same five numbers as decimal text, "<tat> <tat -
+-- at> <tat - since> <low> <given - since + 1>", or the arrival time alone; read as such until
+-- rewritten. Text of 40 characters is told from the packed state by its digits and spaces.
+local function gcra_numbers(stored)
+  if #stored == 40 and not string.find(stored, '^%d+ %d+ %d+ %d+ %d+$') then
+    return struct.unpack(GCRA_STATE, stored)
+  end
+  local tat, written, emptied, low, given =
+    string.match(stored, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+  if tat then
+    return tonumber(tat), tonumber(written), tonumber(emptied), tonumber(low), tonumber(given)
+  end
 end
 
 -- The theoretical arrival time, and, unless the bucket is empty, its record { at, since, low,
@@ -28,8 +43,7 @@ function ALGORITHMS.gcra.open(key, now)
   if not stored then
     return nil, now
   end
-  local tat, written, emptied, low, given =
-    string.match(stored, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+  local tat, written, emptied, low, given = gcra_numbers(stored)
   if not tat then
     tat = tonumber(stored)
     if tat and tat < 0 then
@@ -42,12 +56,11 @@ function ALGORITHMS.gcra.open(key, now)
     -- it does not say when: what it cannot tell, it gives back nothing of.
     return nil, tat, { now, now, 0, now }
   end
-  tat = tonumber(tat)
   if tat <= now then
     return nil, now
   end
-  local since = tat - tonumber(emptied)
-  return nil, tat, { tat - tonumber(written), since, tonumber(low), since - 1 + tonumber(given) }
+  local since = tat - emptied
+  return nil, tat, { tat - written, since, low, since - 1 + given }
 end
 
 -- Writes the arrival time `new_tat` now, after `tat` (earlier, for a give-back): the record starts
@@ -60,8 +73,8 @@ local function gcra_write(key, now, slack, tat, new_tat, record)
   if new_tat < tat then
     given = now
   end
-  local value = gcra_value(new_tat, now, since, low, given)
-  redis.call('SET', key, value, 'PX', ms(new_tat - now) + slack)
+  local state = gcra_state(new_tat, now, since, low, given)
+  redis.call('SET', key, state, 'PX', ms(new_tat - now) + slack)
 end
 
 -- With `ahead` (µs), a request that fits within that long is allowed and booked: the bucket takes

@@ -224,4 +224,26 @@ describe('late give-backs on Redis stores without a test clock', () => {
     expect(await store.consume([key], [policy], [1])).toMatchObject({ remaining: 4 });
     expect(await store.refund!([key], [policy], [3])).toMatchObject({ remaining: 7 });
   });
+
+  it('reads a key GCRA wrote as text (an earlier version), even text as long as its packed state', async () => {
+    const clock = new TestClock();
+    const store = new RedisStore({ client: redis().shared, clock: clock.now });
+    const policy = resolvePolicy(TEN_PER_SECOND('leaky-bucket'), 'late give-backs');
+    for (const width of [6, 0]) {
+      const key = `late:{${randomUUID()}}`;
+      // 5 of 10 in use, written and emptied just now: "<tat> <tat - at> <tat - since> <low> <given>".
+      const tat = clock.now() * 1000 + 500_000;
+      const low = '500000'.padStart(40 - `${tat} 500000 500000  0`.length, '0');
+      const text = `${tat} 500000 500000 ${width === 0 ? low : '500000'} 0`;
+      if (width === 0) expect(text).toHaveLength(40);
+      await redis().shared.set(key, text, 'PX', 10_000);
+      expect(await store.consume([key], [policy], [1])).toMatchObject({ remaining: 4 });
+      expect(await store.refund!([key], [policy], [3])).toMatchObject({ remaining: 7 });
+      expect(await store.consume([key], [policy], [7])).toMatchObject({
+        allowed: true,
+        remaining: 0,
+      });
+      expect(await store.consume([key], [policy], [1])).toMatchObject({ allowed: false });
+    }
+  });
 });
