@@ -228,20 +228,22 @@ describe.each(CONNECTIONS)('faults under steady traffic, %s', (client, connect) 
       // before the fault (StoreLateError): a short outage of its own, warned of and ended alike.
       expect(logger.warnings.length).toBeGreaterThanOrEqual(1);
       expect(logger.warnings.length).toBeLessThanOrEqual(3);
-      expect(recoveries()).toHaveLength(logger.warnings.length);
     } else {
-      // The fault itself goes unnoticed: no error reply reaches a decision. A busy machine may
-      // still starve the server past a decision's deadline at any moment, flush or not: such an
-      // outage is the deadline's alone (a StoreTimeoutError or StoreLateError), short, warned of
-      // and ended, and answered by the fallback like any other.
+      // The fault itself goes unnoticed: no error reply reaches a decision (checked above). A busy
+      // machine may still starve the server, or this process, past a decision's deadline at any
+      // moment, flush or not. Such a decision is answered by the fallback once its deadline has
+      // passed; and where the server then stays silent, an outage begins that is the deadline's
+      // alone (a StoreTimeoutError or StoreLateError), short, warned of and ended.
       expect(logger.warnings.length).toBeLessThanOrEqual(2);
       for (const warning of logger.warnings) {
         expect(warning).toMatch(/\((StoreTimeoutError|StoreLateError): /);
       }
-      expect(recoveries()).toHaveLength(logger.warnings.length);
-      expect(degraded.every((s) => s.degraded === 'memory' && s.allowed)).toBe(true);
-      if (logger.warnings.length === 0) expect(degraded).toEqual([]);
+      if (logger.warnings.length === 0) {
+        expect(degraded.filter((s) => s.latencyMs < TIMEOUT_MS)).toEqual([]);
+      }
     }
+    expect(recoveries()).toHaveLength(logger.warnings.length);
+    expect(degraded.every((s) => s.degraded === 'memory' && s.allowed)).toBe(true);
     expect(exact).toEqual({ allowed: 5, degraded: 0 });
     expect(unhandled).toEqual([]);
   });
