@@ -15,7 +15,7 @@ import { cyclesOf, type Import, importsUnder, specifiersOf } from '../support/im
  * "Layers" table lists the same, in the same order.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['index.ts', 'testing/'],
+  ['index.ts', 'testing/', 'console/'],
   ['module/'],
   ['route/', 'service/', 'health/'],
   ['flow/', 'overrides/'],

@@ -1,0 +1,73 @@
+import { mergeSummaries, TopK, type TopSummary } from './top-k.js';
+
+/** A tracker turned away on a route under a policy, as the console lists it. */
+export interface LimitedTracker {
+  readonly tracker: string;
+  readonly route: string;
+  readonly policy: string;
+  /** How often it was turned away in the window: at most `error` more than the truth. */
+  readonly limited: number;
+  readonly error: number;
+  /** When it was last turned away (ms since the epoch). */
+  readonly lastLimitedAt: number;
+}
+
+/** The summaries of one minute (ms since the epoch / 60,000), as instances share them. */
+export interface MinuteSummary {
+  readonly minute: number;
+  readonly summary: TopSummary;
+}
+
+const MINUTE_MS = 60_000;
+
+/**
+ * Who this instance turned away, minute by minute over the last `minutes`: one bounded summary
+ * per minute (see TopK), so a flood of distinct trackers costs no more memory than one tracker.
+ * A window of the last n minutes merges the n newest summaries, the current minute's included.
+ */
+export class LimitedTrackers {
+  private readonly ring: { minute: number; top: TopK }[] = [];
+
+  constructor(
+    private readonly capacity = 128,
+    private readonly minutes = 15,
+  ) {}
+
+  /** Counts one rejection of `tracker` on `route` under `policy` at `now` (ms). */
+  limited(tracker: string, route: string, policy: string, now: number): void {
+    this.minuteOf(now).add(JSON.stringify([tracker, route, policy]), now);
+  }
+
+  /** This instance's summaries of the minutes of the last `minutes`, newest first. */
+  recent(now: number, minutes = this.minutes): MinuteSummary[] {
+    const from = Math.floor(now / MINUTE_MS) - minutes + 1;
+    return this.ring
+      .filter(({ minute }) => minute >= from)
+      .map(({ minute, top }) => ({ minute, summary: top.summary() }));
+  }
+
+  /** The `limit` most limited over the last `minutes`, from these summaries (any instances'). */
+  static top(summaries: readonly MinuteSummary[], limit: number): LimitedTracker[] {
+    return mergeSummaries(
+      summaries.map(({ summary }) => summary),
+      limit,
+    ).map(({ key, count, error, last }) => {
+      const [tracker, route, policy] = JSON.parse(key) as [string, string, string];
+      return { tracker, route, policy, limited: count, error, lastLimitedAt: last };
+    });
+  }
+
+  private minuteOf(now: number): TopK {
+    const minute = Math.floor(now / MINUTE_MS);
+    const newest = this.ring[0];
+    if (newest !== undefined && newest.minute === minute) return newest.top;
+    // A clock that steps back counts in the minute it finds, or starts one.
+    const known = this.ring.find((slot) => slot.minute === minute);
+    if (known !== undefined) return known.top;
+    const top = new TopK(this.capacity);
+    this.ring.unshift({ minute, top });
+    this.ring.sort((a, b) => b.minute - a.minute);
+    this.ring.length = Math.min(this.ring.length, this.minutes);
+    return top;
+  }
+}
