@@ -194,16 +194,26 @@ describe('OverrideRegistry', () => {
     expect(source.lists - before).toBe(2);
   });
 
-  it('hears of a change through watch, and without it within the refresh period', async () => {
+  it('hears of a change through watch, long before its refresh period', async () => {
+    // The period is a minute, so an override seen within the wait came by the notice.
+    const source = new ProbeSource();
+    const r = registry(source, 60_000);
+    await r.start(1000);
+    await source.set({ policy: 'api', limit: { threshold: 7 } });
+    await waitFor('the notice', 10_000, async () => r.size === 1 || `size ${r.size}`);
+    expect(source.lists).toBe(2);
+  });
+
+  it('hears of a change without a notice within its refresh period', async () => {
     const source = new ProbeSource();
     const r = registry(source, 200);
     await r.start(1000);
-    await source.set({ policy: 'api', limit: { threshold: 7 } });
-    await waitFor('the notice', 100, async () => r.size === 1 || `size ${r.size}`);
     source.silent = true;
+    await source.set({ policy: 'api', limit: { threshold: 7 } });
+    expect(r.size).toBe(0);
+    await waitFor('the refresh', 10_000, async () => r.size === 1 || `size ${r.size}`);
     await source.clear('api');
-    expect(r.size).toBe(1);
-    await waitFor('the refresh', 1000, async () => r.size === 0 || `size ${r.size}`);
+    await waitFor('the next refresh', 10_000, async () => r.size === 0 || `size ${r.size}`);
   });
 
   it('drops an override when it ends, without a notice or a refresh', async () => {
