@@ -26,3 +26,5 @@ export const RATE_LIMIT_TELEMETRY = Symbol('RATE_LIMIT_TELEMETRY');
  * none. A token of its own so that a test can replace it without touching the app's options.
  */
 export const RATE_LIMIT_CLOCK = Symbol('RATE_LIMIT_CLOCK');
+/** Where instances share their activity for the console (an `ActivityExchange`). */
+export const RATE_LIMIT_ACTIVITY = Symbol('RATE_LIMIT_ACTIVITY');

@@ -8,6 +8,9 @@ import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 const UNSAFE = /[%{}|#\u0000-\u001f\u007f\ud800-\udfff]/;
 const UNSAFE_ALL = new RegExp(UNSAFE.source, 'g');
 
+const AT = '@'.charCodeAt(0);
+const BAR = '|'.charCodeAt(0);
+
 /** Longest encoded part kept readable; longer ones are replaced by a digest. */
 export const MAX_KEY_PART = 200;
 
@@ -21,6 +24,17 @@ export function encodeKeyPart(value: string): string {
   if (value.length > MAX_KEY_PART) return digest(value);
   const escaped = UNSAFE.test(value) ? value.replace(UNSAFE_ALL, escapeChar) : value;
   return escaped.length <= MAX_KEY_PART ? escaped : digest(value);
+}
+
+/**
+ * The value an {@link encodeKeyPart} part was made from; undefined for a digest (`#…`) or a
+ * stand-in (`%!…`), which keep no value to give back.
+ */
+export function decodeKeyPart(part: string): string | undefined {
+  if (part.startsWith('#') || part.startsWith('%!')) return undefined;
+  return part.replace(/%u([0-9A-F]{4})|%([0-9A-F]{2})/g, (_, wide?: string, narrow?: string) =>
+    String.fromCharCode(parseInt(wide ?? narrow!, 16)),
+  );
 }
 
 /**
@@ -125,6 +139,28 @@ export class RouteKeys {
     return `${key}|pending`;
   }
 
+  /**
+   * Where the tracker's part sits in a route key made for `policy` at `index`, whatever its shape:
+   * `[start, end)`, or undefined for a key of no route shape. Encoded parts hold no brace or `|`,
+   * and a prefix no brace, so the first `{` opens the hash tag and the first `}` after it closes it.
+   */
+  static trackerSpan(
+    key: string,
+    policy: ResolvedPolicy,
+    index: number,
+  ): [number, number] | undefined {
+    const open = key.indexOf('{');
+    const close = key.indexOf('}', open);
+    if (open === -1 || close === -1) return undefined;
+    const after = key.charCodeAt(close + 1);
+    if (after === AT) return [open + 1, close];
+    const bar = key.indexOf('|', open);
+    if (bar !== -1 && bar < close) return [bar + 1, close];
+    if (after !== BAR) return undefined;
+    const end = key.length - RouteKeys.tagTail(policy, index).length;
+    return end >= close + 2 ? [close + 2, end] : undefined;
+  }
+
   /** `RateLimitService`'s keys: one per policy under the caller's `key`. */
   forService(key: string, policies: readonly ResolvedPolicy[]): string[] {
     return policies.map((p, i) => this.forKey(key, p, i));
@@ -149,7 +185,7 @@ export class RouteKeys {
 
 // Kept apart from the module's trackers (`user:…`, `ip:…`), so that a policy's value, say a
 // username, can never name another caller's bucket.
-const POLICY_TRACKER_MARK = '~';
+export const POLICY_TRACKER_MARK = '~';
 
 /** A policy tracker's value, marked and encoded; undefined (the module's tracker then) when empty. */
 export function policyTrackerPart(value: unknown, where: string): string | undefined {

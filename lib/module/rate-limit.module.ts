@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import {
+  RATE_LIMIT_ACTIVITY,
   RATE_LIMIT_CLOCK,
   RATE_LIMIT_CALL_STORE,
   RATE_LIMIT_OPTIONS,
@@ -40,6 +41,7 @@ import { type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 import { telemetryProvider } from './telemetry-provider.js';
 import { KnownPolicies } from '../overrides/known-policies.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
+import { DecisionFeed } from '../activity/decision-feed.js';
 import { CONNECT_TIMEOUT_MS } from './redis-link.js';
 
 // A module option given to forRootAsync() itself belongs in what its factory returns.
@@ -101,6 +103,12 @@ const derivedProviders: Provider[] = [
       ),
     inject: [RATE_LIMIT_STORE_HANDLE, RATE_LIMIT_OPTIONS],
   },
+  {
+    provide: RATE_LIMIT_ACTIVITY,
+    useFactory: (handle: StoreHandle) => handle.activity(),
+    inject: [RATE_LIMIT_STORE_HANDLE],
+  },
+  { provide: DecisionFeed, useFactory: () => new DecisionFeed() },
   LeaseKeeper,
   PendingOutcomes,
   RateLimitGuard,
@@ -135,6 +143,8 @@ const exported = [
   LeaseKeeper,
   PendingOutcomes,
   OverrideRegistry,
+  RATE_LIMIT_ACTIVITY,
+  DecisionFeed,
   RateLimitGuard,
   RateLimitService,
   RateLimitHealthIndicator,

@@ -20,6 +20,8 @@ import { type ClientOwner, CONNECT_TIMEOUT_MS, RedisLink } from './redis-link.js
 import { MemoryOverrideSource } from '../overrides/memory-override-source.js';
 import { type OverrideSource } from '../overrides/override-source.js';
 import { RedisOverrideSource } from '../overrides/redis-override-source.js';
+import { type ActivityExchange, MemoryActivityExchange } from '../activity/activity-exchange.js';
+import { RedisActivityExchange } from '../activity/redis-activity-exchange.js';
 
 /** The active store, its link to Redis if any, and what the module does with them. */
 export interface StoreHandle {
@@ -42,6 +44,8 @@ export interface StoreHandle {
    * store anything else in).
    */
   overrides(): OverrideSource;
+  /** Where instances share what they decided, for the console: as the overrides, Redis or this process. */
+  activity(): ActivityExchange;
 }
 
 /**
@@ -113,6 +117,7 @@ export function createStore(
       if (owned) await chain.close();
     },
     overrides: () => new MemoryOverrideSource(clock),
+    activity: () => new MemoryActivityExchange(),
   });
   const linked = (primary: RedisStore, owner: ClientOwner, ownsPrimary: boolean): StoreHandle => {
     // A cluster's PING goes to one master, which says nothing of the others.
@@ -130,6 +135,7 @@ export function createStore(
         await link.close();
       },
       overrides: () => RedisOverrideSource.forStore(primary, options.keyPrefix),
+      activity: () => RedisActivityExchange.forStore(primary, options.keyPrefix),
     };
   };
 

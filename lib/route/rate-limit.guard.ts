@@ -26,6 +26,7 @@ import { type RouteCall, type RouteFeatures, RoutePlans } from './route-plan.js'
 import { Settlement } from './settlement.js';
 import { UserFunctionBounds } from '../templates/user-functions.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
+import { DecisionFeed } from '../activity/decision-feed.js';
 import { NO_TELEMETRY, type RateLimitTelemetry } from '../telemetry/rate-limit-telemetry.js';
 
 /**
@@ -57,6 +58,7 @@ export class RateLimitGuard implements CanActivate {
     private readonly leases: LeaseKeeper,
     pending: PendingOutcomes,
     overrides: OverrideRegistry,
+    private readonly feed: DecisionFeed,
     @Optional()
     @Inject(RATE_LIMIT_TELEMETRY)
     private readonly telemetry: RateLimitTelemetry = NO_TELEMETRY,
@@ -84,6 +86,7 @@ export class RateLimitGuard implements CanActivate {
     if (plan.features === undefined) {
       const decision = await this.store.execute({ op: 'consume', limits });
       if (this.telemetry.enabled) this.count(call, decision, false);
+      if (this.feed.active) this.feed.decided(this.route(call), limits, decision, decision);
       return this.answer.answer(call, limits.policies, decision);
     }
     return this.decideWithFeatures(call, plan.features, limits);
@@ -108,18 +111,23 @@ export class RateLimitGuard implements CanActivate {
     if (features.anyCount || features.anyLease || features.anySettle) {
       this.settlement.settle(call, features, store, parts, decision.allowed);
     }
+    if (this.feed.active) {
+      const shown = enforced?.decision ?? decision;
+      const { trackers, shadow } = features;
+      this.feed.decided(this.route(call), limits, decision, shown, trackers, shadow);
+    }
     if (decision.shadow === true) this.answer.shadowLimited(call, decision);
     if (enforced === undefined) return this.answer.passedUnenforced(call, decision);
     return this.answer.answer(call, enforced.policies, decision, enforced.decision);
   }
 
   /** Tells the telemetry of the call's decision, under the transport's label for its route. */
-  private count(
-    { context, transport, plan }: RouteCall,
-    decision: RateLimitDecision,
-    waited: boolean,
-  ) {
-    const route = transport.route(context, plan.route, plan.place);
-    this.telemetry.decided(route, decision, waited, 'attributes');
+  private count(call: RouteCall, decision: RateLimitDecision, waited: boolean) {
+    this.telemetry.decided(this.route(call), decision, waited, 'attributes');
+  }
+
+  /** The transport's label for the call's route. */
+  private route({ context, transport, plan }: RouteCall): string {
+    return transport.route(context, plan.route, plan.place);
   }
 }

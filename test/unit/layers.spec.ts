@@ -18,7 +18,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['index.ts', 'testing/', 'console/'],
   ['module/'],
   ['route/', 'service/', 'health/'],
-  ['flow/', 'overrides/'],
+  ['flow/', 'overrides/', 'activity/'],
   ['templates/'],
   ['keys/', 'options/'],
   ['transports/'],

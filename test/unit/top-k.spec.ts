@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { LimitedTrackers } from '../../lib/console/limited-trackers.js';
-import { mergeSummaries, TopK, type TopEntry } from '../../lib/console/top-k.js';
+import { LimitedTrackers } from '../../lib/activity/limited-trackers.js';
+import { mergeSummaries, TopK, type TopEntry } from '../../lib/activity/top-k.js';
 
 /** Exact counts of a stream of keys. */
 function countsOf(stream: readonly string[]): Map<string, number> {
@@ -104,7 +104,7 @@ describe('LimitedTrackers', () => {
     expect(second.limited).toBeLessThan(first.limited);
   });
 
-  it('counts a window over its own minutes: 1 minute holds the current minute alone, 15 all of them', () => {
+  it('counts a window over its own minutes: 1 minute holds the current minute alone, 16 all of them', () => {
     const trackers = new LimitedTrackers();
     for (let minute = 0; minute < 20; minute++) {
       for (let i = 0; i <= minute; i++) trackers.limited('t', 'r', 'p', minute * MINUTE + i);
@@ -114,9 +114,10 @@ describe('LimitedTrackers', () => {
       LimitedTrackers.top(trackers.recent(now, minutes), 1)[0].limited;
     expect(limitedIn(1)).toBe(20);
     expect(limitedIn(5)).toBe(20 + 19 + 18 + 17 + 16);
-    // Only 15 minutes are kept, the oldest dropped as new ones begin.
-    expect(limitedIn(15)).toBe((20 * 21) / 2 - (5 * 6) / 2);
-    expect(limitedIn(60)).toBe(limitedIn(15));
+    // Only 16 minutes are kept (the console's 15-minute window and the minute under way), the
+    // oldest dropped as new ones begin.
+    expect(limitedIn(16)).toBe((20 * 21) / 2 - (4 * 5) / 2);
+    expect(limitedIn(60)).toBe(limitedIn(16));
   });
 
   it('keeps trackers, routes and policies apart, whatever characters they hold', () => {

@@ -30,7 +30,7 @@ export class LimitedTrackers {
 
   constructor(
     private readonly capacity = 128,
-    private readonly minutes = 15,
+    private readonly minutes = 16,
   ) {}
 
   /** Counts one rejection of `tracker` on `route` under `policy` at `now` (ms). */

@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
+import { type ActivityExchange, type ActivityReport } from '../activity/activity-exchange.js';
+import { DecisionFeed } from '../activity/decision-feed.js';
+import { type LimitedTracker, LimitedTrackers } from '../activity/limited-trackers.js';
+import { OutcomeRates } from '../activity/outcome-rates.js';
+import { type KnownRoute } from '../activity/route-directory.js';
+import { RATE_LIMIT_ACTIVITY } from '../rate-limit.constants.js';
+
+/** How often an instance shares its activity: the console of another sees it this much later at most. */
+export const SHARE_EVERY_MS = 2000;
+const MINUTE_MS = 60_000;
+
+/**
+ * Turns the feed on while the console is imported, and shares this instance's activity with the
+ * others every {@link SHARE_EVERY_MS} on one unref'd timer (never per decision). Reads merge every
+ * instance's reports, this instance's own taken live rather than as last shared.
+ */
+@Injectable()
+export class ActivitySharing implements OnModuleInit, OnModuleDestroy {
+  readonly instance = randomUUID();
+  private readonly logger = new Logger('RateLimitConsole');
+  private timer: NodeJS.Timeout | undefined;
+  private sharedMinute: number | undefined;
+  private failing = false;
+  /** Why the last read saw this instance alone; undefined when it read every instance's. */
+  readError: string | undefined;
+
+  constructor(
+    private readonly feed: DecisionFeed,
+    @Inject(RATE_LIMIT_ACTIVITY) private readonly exchange: ActivityExchange,
+  ) {}
+
+  onModuleInit(): void {
+    this.feed.active = true;
+    this.timer = setInterval(() => void this.share(), SHARE_EVERY_MS);
+    this.timer.unref();
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.timer);
+    this.feed.active = false;
+  }
+
+  /** The `limit` most limited trackers of the last `minutes`, across every instance. */
+  async top(minutes: number, limit: number, now = Date.now()): Promise<LimitedTracker[]> {
+    const reports = await this.reports(minutes, now);
+    return LimitedTrackers.top(
+      reports.map(({ minute, top }) => ({ minute, summary: top })),
+      limit,
+    );
+  }
+
+  /** Every route some instance has decided on, with its keys; this instance's own where both know it. */
+  async routes(now = Date.now()): Promise<KnownRoute[]> {
+    const reports = await this.reports(2, now);
+    const byRoute = new Map<string, KnownRoute>();
+    for (const report of reports) {
+      for (const route of report.routes ?? []) byRoute.set(route.route, route);
+    }
+    return [...byRoute.values()].sort((a, b) => a.route.localeCompare(b.route));
+  }
+
+  /** Decisions per second by route and outcome over the last 15 minutes, across every instance. */
+  async rates(now = Date.now()) {
+    const reports = await this.reports(16, now);
+    return OutcomeRates.chart(reports, now);
+  }
+
+  /** Shares this minute's report, and the last one of the minute before once it has ended. */
+  async share(now = Date.now()): Promise<void> {
+    const minute = Math.floor(now / MINUTE_MS);
+    try {
+      if (this.sharedMinute !== undefined && this.sharedMinute < minute) {
+        await this.exchange.share(this.report(this.sharedMinute, now));
+      }
+      await this.exchange.share(this.report(minute, now));
+      this.sharedMinute = minute;
+      if (this.failing) this.logger.log('The console shares its activity again');
+      this.failing = false;
+    } catch (error) {
+      // The console is not worth a log line every two seconds while the store is down.
+      if (!this.failing) {
+        const reason = error instanceof Error ? error.message : String(error);
+        this.logger.warn(`The console could not share its activity (${reason}); it tries again`);
+      }
+      this.failing = true;
+    }
+  }
+
+  private report(minute: number, now: number): ActivityReport {
+    const top = this.feed.limited.recent(now).find((m) => m.minute === minute)?.summary ?? {
+      entries: [],
+      unseenAtMost: 0,
+    };
+    const counts = this.feed.rates.minute(minute);
+    return { instance: this.instance, minute, top, counts, routes: this.feed.directory.known() };
+  }
+
+  private async reports(minutes: number, now: number): Promise<ActivityReport[]> {
+    const newest = Math.floor(now / MINUTE_MS);
+    const wanted = Array.from({ length: minutes }, (_, i) => newest - i);
+    let others: ActivityReport[] = [];
+    try {
+      others = (await this.exchange.read(wanted)).filter((r) => r.instance !== this.instance);
+      this.readError = undefined;
+    } catch (error) {
+      // The store is down: this instance's own activity is still worth showing, said to be so.
+      this.readError = error instanceof Error ? error.message : String(error);
+    }
+    return [...others, ...wanted.map((minute) => this.report(minute, now))];
+  }
+}
