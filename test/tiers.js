@@ -4,9 +4,10 @@
  *
  * - `fast` (`npm run test:fast`): every spec that needs no Redis, on the memory store alone. A
  *   contributor's first run, and CI's run under a busy machine.
- * - `default` (`npm test`): every spec, on the memory store and ioredis against redis-server.
+ * - `default` (`npm test`): every spec but the browser's, on the memory store and ioredis against
+ *   redis-server.
  * - `all` (`npm run test:all`): every spec through every client library, functions and scripts,
- *   on redis-server and valkey-server.
+ *   on redis-server and valkey-server, and the specs that drive a browser.
  */
 
 /** Specs that need a Redis server whatever the tier: servers, clusters, faults, clients. */
@@ -81,9 +82,20 @@ const SLOW = [
   '/test/transports/flow-control.transports.spec.ts',
 ];
 
+/**
+ * Specs that drive a real browser (Chromium, which `.ci/run` installs when missing): the full tier
+ * alone runs them, so that `npm test` needs no browser.
+ */
+const BROWSER = ['/test/e2e/console.browser.spec.ts'];
+
 const TIERS = {
-  fast: { project: 'memory', leaveOut: [...NEEDS_REDIS, ...SLOW], valkey: false, maxWorkers: 2 },
-  default: { project: 'redis', leaveOut: [], valkey: false, maxWorkers: 2 },
+  fast: {
+    project: 'memory',
+    leaveOut: [...NEEDS_REDIS, ...SLOW, ...BROWSER],
+    valkey: false,
+    maxWorkers: 2,
+  },
+  default: { project: 'redis', leaveOut: BROWSER, valkey: false, maxWorkers: 2 },
   all: { project: 'redis', leaveOut: [], valkey: true, maxWorkers: undefined },
 };
 
