@@ -2,7 +2,7 @@
  * `npm run bench`: ours against the floor and the usual alternatives, in one process, one run,
  * against one private redis-server, so every row saw the same machine and the same server.
  *
- *   npm run bench -- [--only decisions,alone,cluster,latency,flood,memory,http] [--quick] [--write]
+ *   npm run bench -- [--only decisions,alone,cluster,latency,flood,memory,http,console] [--quick] [--write]
  *
  * Tables go to stdout (progress to stderr); --write also rewrites bench/RESULTS.md, keeping the
  * hand-written notes at its end.
@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { type AloneResult, runAlone } from './alone.js';
 import { type ClusterResult, runCluster } from './cluster.js';
+import { type ConsoleResult, runConsole } from './console.js';
 import { type DecisionsResult, runDecisions } from './decisions.js';
 import { type FloodResult, runFlood } from './flood.js';
 import { type LatencyResult, runLatency } from './latency.js';
@@ -85,6 +86,7 @@ try {
   let flood: FloodResult | undefined;
   let memory: MemoryResult | undefined;
   let http: HttpRow[] | undefined;
+  let consoleCost: ConsoleResult | undefined;
   if (options.sections.has('decisions')) {
     decisions = await runDecisions(ctx);
     emit(decisions.markdown);
@@ -117,7 +119,22 @@ try {
     http = await section.runHttpBench({ redisUrl: redis.url, quick: options.quick });
     emit(renderHttpRows(http, section.HTTP_WORKLOAD_NOTE));
   }
-  emit(renderTargets({ decisions, alone, cluster, latency, flood, memory, http }));
+  if (options.sections.has('console')) {
+    consoleCost = await runConsole(ctx);
+    emit(consoleCost.markdown);
+  }
+  emit(
+    renderTargets({
+      decisions,
+      alone,
+      cluster,
+      latency,
+      flood,
+      memory,
+      http,
+      console: consoleCost,
+    }),
+  );
 
   if (options.write) {
     writeResults(RESULTS_PATH, parts.join('\n\n'));

@@ -1,4 +1,4 @@
-/** `npm run bench -- [--only decisions,alone,cluster,latency,flood,memory,http] [--quick] [--write]` */
+/** `npm run bench -- [--only decisions,alone,cluster,latency,flood,memory,http,console] [--quick] [--write]` */
 
 export const SECTIONS = [
   'decisions',
@@ -8,6 +8,7 @@ export const SECTIONS = [
   'flood',
   'memory',
   'http',
+  'console',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

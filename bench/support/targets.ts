@@ -1,6 +1,7 @@
 /** The goals this module sets itself, each checked against what this run measured. */
 import { type AloneResult } from '../alone.js';
 import { CLUSTER_SLOT_GROUPS, type ClusterId, type ClusterResult } from '../cluster.js';
+import { type ConsoleResult } from '../console.js';
 import { type DecisionsResult } from '../decisions.js';
 import { type FloodResult, type FloodRow } from '../flood.js';
 import { type LatencyResult } from '../latency.js';
@@ -18,6 +19,7 @@ export interface Measured {
   readonly memory?: MemoryResult;
   readonly http?: readonly HttpRow[];
   readonly latency?: LatencyResult;
+  readonly console?: ConsoleResult;
 }
 
 type InlineComparisons = DecisionsResult['inline'];
@@ -221,6 +223,16 @@ export function renderTargets(m: Measured): string {
         met: mem.smallKeyBytes.get(a)! <= 90,
       },
     })),
+    {
+      measure: 'console imported: route decisions/s, allowed, vs without it',
+      target: atLeastText(0.97),
+      check: m.console && atLeast(m.console.allowedRatio, 0.97),
+    },
+    {
+      measure: 'console imported: route decisions/s, a flood turned away, vs without it',
+      target: atLeastText(0.97),
+      check: m.console && atLeast(m.console.floodRatio, 0.97),
+    },
   ];
 
   const rows = targets.map((t) => [

@@ -1,8 +1,18 @@
 import { type Limits } from '../store-contract/store-call.js';
 import { type RateLimitDecision } from '../store-contract/store.interface.js';
 import { LimitedTrackers } from './limited-trackers.js';
-import { Outcome, OutcomeRates } from './outcome-rates.js';
-import { RouteDirectory } from './route-directory.js';
+import { Outcome, OutcomeRates, type RouteRing } from './outcome-rates.js';
+import { type KeyTemplate, RouteDirectory } from './route-directory.js';
+
+const MAX_ROUTES = 1000;
+
+/** What the feed keeps of a route so that a decision on it costs no lookup but one. */
+interface FedRoute {
+  readonly ring: RouteRing | undefined;
+  /** By policy index: where the tracker sits in its key, and the head of its summary keys. */
+  readonly templates: ReadonlyArray<KeyTemplate | undefined>;
+  readonly subjects: Array<string | undefined>;
+}
 
 /**
  * What this instance's routes decided, kept for the console: decisions per route by outcome,
@@ -15,6 +25,7 @@ export class DecisionFeed {
   readonly rates = new OutcomeRates();
   readonly limited = new LimitedTrackers();
   readonly directory = new RouteDirectory();
+  private readonly routes = new Map<string, FedRoute>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -32,17 +43,50 @@ export class DecisionFeed {
     shadow?: readonly boolean[],
   ): void {
     const now = this.now();
-    if (!this.directory.has(route)) this.directory.note(route, limits, own);
-    if (shown.degraded !== undefined) return this.rates.count(route, Outcome.Degraded, now);
-    if (shown.allowed) return this.rates.count(route, Outcome.Allowed, now);
-    this.rates.count(route, Outcome.Limited, now);
+    const fed = this.routes.get(route) ?? this.note(route, limits, own);
+    const outcome =
+      shown.degraded !== undefined
+        ? Outcome.Degraded
+        : shown.allowed
+          ? Outcome.Allowed
+          : Outcome.Limited;
+    if (fed.ring !== undefined) OutcomeRates.add(fed.ring, outcome, now);
+    if (outcome === Outcome.Limited) this.turnedAway(route, fed, limits, decision, now, shadow);
+  }
+
+  /** Counts the tracker the first enforced policy that rejected turned away. */
+  private turnedAway(
+    route: string,
+    fed: FedRoute,
+    limits: Limits,
+    decision: RateLimitDecision,
+    now: number,
+    shadow: readonly boolean[] | undefined,
+  ): void {
     const policies = decision.policies;
     for (let i = 0; i < policies.length; i++) {
       if (policies[i].allowed || shadow?.[i] === true) continue;
       const policy = limits.policies[i];
-      const tracker = RouteDirectory.trackerOf(limits.keys[i], policy, i);
-      if (tracker !== undefined) this.limited.limited(tracker, route, policy.name, now);
+      const key = limits.keys[i];
+      const template = fed.templates[i];
+      // The template fits unless the route's policies change per request.
+      const tracker =
+        (template !== undefined ? RouteDirectory.trackerIn(template, key) : undefined) ??
+        RouteDirectory.trackerOf(key, policy, i);
+      if (tracker === undefined) return;
+      const subject = (fed.subjects[i] ??= LimitedTrackers.subject(route, policy.name));
+      this.limited.limitedUnder(subject, tracker, now);
       return;
     }
+  }
+
+  private note(route: string, limits: Limits, own: ReadonlyArray<unknown> | undefined): FedRoute {
+    const known = this.directory.note(route, limits, own);
+    const templates = new Array<KeyTemplate | undefined>(limits.policies.length);
+    for (const template of known?.keys ?? []) templates[template.index] = template;
+    const fed = { ring: this.rates.ringOf(route), templates, subjects: [] };
+    // Routes are a handler's labels, so few; the bound only keeps a bug from growing the map.
+    if (this.routes.size < MAX_ROUTES) this.routes.set(route, fed);
+    return fed;
   }
 }

@@ -35,7 +35,23 @@ export class LimitedTrackers {
 
   /** Counts one rejection of `tracker` on `route` under `policy` at `now` (ms). */
   limited(tracker: string, route: string, policy: string, now: number): void {
-    this.minuteOf(now).add(JSON.stringify([tracker, route, policy]), now);
+    this.limitedUnder(LimitedTrackers.subject(route, policy), tracker, now);
+  }
+
+  /**
+   * The same, `subject` being what {@link subject} made of the route and the policy: a caller
+   * that keeps it pays no encoding per rejection.
+   */
+  limitedUnder(subject: string, tracker: string, now: number): void {
+    this.minuteOf(now).add(subject + tracker, now);
+  }
+
+  /**
+   * A route and a policy as the head of a summary's keys: JSON, then a NUL, which JSON never
+   * holds unescaped, so the tracker after it can be anything.
+   */
+  static subject(route: string, policy: string): string {
+    return JSON.stringify([route, policy]) + '\u0000';
   }
 
   /** This instance's summaries of the minutes of the last `minutes`, newest first. */
@@ -52,7 +68,9 @@ export class LimitedTrackers {
       summaries.map(({ summary }) => summary),
       limit,
     ).map(({ key, count, error, last }) => {
-      const [tracker, route, policy] = JSON.parse(key) as [string, string, string];
+      const end = key.indexOf('\u0000');
+      const [route, policy] = JSON.parse(key.slice(0, end)) as [string, string];
+      const tracker = key.slice(end + 1);
       return { tracker, route, policy, limited: count, error, lastLimitedAt: last };
     });
   }

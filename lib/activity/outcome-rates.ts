@@ -23,7 +23,8 @@ export interface RouteRates {
   readonly degraded: number[];
 }
 
-interface RouteRing {
+/** One route's buckets: where {@link OutcomeRates.add} counts. */
+export interface RouteRing {
   /** The bucket (ms since the epoch / BUCKET_MS) each slot holds now. */
   readonly ids: Float64Array;
   readonly counts: Float64Array;
@@ -39,13 +40,24 @@ export class OutcomeRates {
   constructor(private readonly maxRoutes = 1000) {}
 
   count(route: string, outcome: Outcome, now: number): void {
+    const ring = this.ringOf(route);
+    if (ring !== undefined) OutcomeRates.add(ring, outcome, now);
+  }
+
+  /** The ring `route` counts in, to keep and count in with {@link add}; undefined past the bound. */
+  ringOf(route: string): RouteRing | undefined {
     let ring = this.rings.get(route);
     if (ring === undefined) {
       // Routes are a handler's labels, so few; the bound only keeps a bug from growing the map.
-      if (this.rings.size >= this.maxRoutes) return;
+      if (this.rings.size >= this.maxRoutes) return undefined;
       ring = { ids: new Float64Array(KEPT).fill(-1), counts: new Float64Array(KEPT * OUTCOMES) };
       this.rings.set(route, ring);
     }
+    return ring;
+  }
+
+  /** Counts one decision in `ring`. */
+  static add(ring: RouteRing, outcome: Outcome, now: number): void {
     const bucket = Math.floor(now / BUCKET_MS);
     const slot = bucket % KEPT;
     if (ring.ids[slot] !== bucket) {

@@ -14,6 +14,8 @@ import { type Limits } from '../store-contract/store-call.js';
  * policy by its name and id among those it knows.
  */
 export interface KeyTemplate {
+  /** The policy's place among the route's. */
+  readonly index: number;
   readonly policyName: string;
   readonly policyId: string;
   readonly before: string;
@@ -47,8 +49,13 @@ export class RouteDirectory {
     return this.routes.has(route);
   }
 
-  note(route: string, limits: Limits, own: ReadonlyArray<unknown> | undefined): void {
-    if (this.routes.size >= this.maxRoutes) return;
+  /** Notes `route` with the keys of `limits`; undefined past the bound, noting nothing. */
+  note(
+    route: string,
+    limits: Limits,
+    own: ReadonlyArray<unknown> | undefined,
+  ): KnownRoute | undefined {
+    if (this.routes.size >= this.maxRoutes) return undefined;
     const keys: KeyTemplate[] = [];
     limits.policies.forEach((policy, i) => {
       const key = limits.keys[i];
@@ -57,6 +64,7 @@ export class RouteDirectory {
       const [start, end] = span;
       this.policies.set(policy.id, policy);
       keys.push({
+        index: i,
         policyName: policy.name,
         policyId: policy.id,
         before: key.slice(0, start),
@@ -64,7 +72,9 @@ export class RouteDirectory {
         own: own?.[i] !== undefined,
       });
     });
-    this.routes.set(route, { route, keys });
+    const known = { route, keys };
+    this.routes.set(route, known);
+    return known;
   }
 
   known(): KnownRoute[] {
@@ -92,9 +102,20 @@ export class RouteDirectory {
    */
   static trackerOf(key: string, policy: ResolvedPolicy, index: number): string | undefined {
     const span = RouteKeys.trackerSpan(key, policy, index);
-    if (span === undefined) return undefined;
-    const part = key.slice(span[0], span[1]);
-    const value = decodeKeyPart(part) ?? part;
+    return span === undefined ? undefined : RouteDirectory.shown(key.slice(span[0], span[1]));
+  }
+
+  /** The tracker `template` found in `key`, when the key has the template's shape. */
+  static trackerIn(template: KeyTemplate, key: string): string | undefined {
+    const { before, after } = template;
+    if (key.length < before.length + after.length) return undefined;
+    if (!key.startsWith(before) || !key.endsWith(after)) return undefined;
+    return RouteDirectory.shown(key.slice(before.length, key.length - after.length));
+  }
+
+  /** An encoded part as people read it (see {@link trackerOf}). */
+  static shown(part: string): string {
+    const value = part.includes('%') ? (decodeKeyPart(part) ?? part) : part;
     return value.startsWith(POLICY_TRACKER_MARK) ? value.slice(1) : value;
   }
 }

@@ -6,6 +6,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { DecisionFeed } from '../../lib/activity/decision-feed.js';
+import { LimitedTrackers } from '../../lib/activity/limited-trackers.js';
 import { Outcome, OutcomeRates } from '../../lib/activity/outcome-rates.js';
 import { RouteDirectory } from '../../lib/activity/route-directory.js';
 import {
@@ -153,8 +154,10 @@ describe('the decision feed', () => {
     const degraded = decision([false], { degraded: 'deny' });
     feed.decided('GET /a', limits('ip:3'), degraded, degraded);
 
-    const top = feed.limited.recent(120_000);
-    expect(top[0].summary.entries.map((e) => JSON.parse(e.key)[0])).toEqual(['ip:1']);
+    const top = LimitedTrackers.top(feed.limited.recent(120_000), 10);
+    expect(top.map((t) => [t.tracker, t.route, t.policy, t.limited])).toEqual([
+      ['ip:1', 'GET /a', 'api.v1', 1],
+    ]);
     expect(feed.rates.minute(2)['GET /a'].slice(0, 3)).toEqual([1, 1, 1]);
     expect(feed.directory.known().map((r) => r.route)).toEqual(['GET /a']);
   });
