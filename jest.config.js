@@ -50,6 +50,7 @@ const shared = {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     '^nest-rate-limit$': '<rootDir>/lib/index.ts',
     '^nest-rate-limit/testing$': '<rootDir>/lib/testing/index.ts',
+    '^nest-rate-limit/console$': '<rootDir>/lib/console/index.ts',
   },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],

@@ -16,17 +16,20 @@ import {
 import { timingSafeEqual } from 'node:crypto';
 import { RateLimitConfigError, RateLimitService } from 'nest-rate-limit';
 
+/** Whether `given` is `$ADMIN_TOKEN`, compared in constant time; never while it is unset. */
+export function isAdminToken(given: unknown): boolean {
+  const expected = process.env.ADMIN_TOKEN;
+  if (!expected || typeof given !== 'string') return false;
+  const [a, b] = [Buffer.from(given), Buffer.from(expected)];
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 /** Lets a request through only with `X-Admin-Token: $ADMIN_TOKEN`; none at all while it is unset. */
 @Injectable()
 export class AdminTokenGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    const expected = process.env.ADMIN_TOKEN;
-    const given = context.switchToHttp().getRequest<{ headers: Record<string, unknown> }>().headers[
-      'x-admin-token'
-    ];
-    if (!expected || typeof given !== 'string') return false;
-    const [a, b] = [Buffer.from(given), Buffer.from(expected)];
-    return a.length === b.length && timingSafeEqual(a, b);
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, unknown> }>();
+    return isAdminToken(request.headers['x-admin-token']);
   }
 }
 

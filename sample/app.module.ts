@@ -1,10 +1,12 @@
 import { Logger, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { RateLimitModule, type RedisConnection } from 'nest-rate-limit';
+import { RateLimitConsoleModule } from 'nest-rate-limit/console';
 import { createClient } from 'redis';
 import { AdminLimitsController } from './admin-limits.controller.js';
 import { AuthController } from './auth.controller.js';
 import { ChatController } from './chat.controller.js';
+import { ConsoleGuard } from './console.guard.js';
 import { ExportsController } from './exports.controller.js';
 import { FakeModel } from './fake-model.js';
 import { HealthController } from './health.controller.js';
@@ -66,6 +68,8 @@ async function glideClient(url: string): Promise<RedisConnection> {
         return redis ? { redis } : {};
       },
     }),
+    // The console for the people on call, at /rate-limits, behind the admin token.
+    RateLimitConsoleModule.forRoot({ guard: ConsoleGuard }),
   ],
   controllers: [
     HelloController,

@@ -231,6 +231,35 @@ describe('the sample app', () => {
       else process.env.ADMIN_TOKEN = saved;
     }
   });
+
+  it('serves the console at /rate-limits behind the admin token, as Basic or X-Admin-Token', async () => {
+    const server = app.getHttpServer();
+    const saved = process.env.ADMIN_TOKEN;
+    process.env.ADMIN_TOKEN = 'sample-test-token';
+    try {
+      const refused = await request(server).get('/rate-limits');
+      expect(refused.status).toBe(401);
+      expect(refused.headers['www-authenticate']).toBe('Basic realm="rate limits"');
+      expect(refused.text).not.toMatch(/<html/);
+      const wrong = await request(server).get('/rate-limits').auth('admin', 'guess');
+      expect(wrong.status).toBe(401);
+
+      const page = await request(server).get('/rate-limits').auth('admin', 'sample-test-token');
+      expect(page.status).toBe(200);
+      expect(page.text).toMatch(/<title>Rate limits<\/title>/);
+      // The earlier tests turned this client away on /hello/sayHi: it is on the list.
+      const top = await request(server)
+        .get('/rate-limits/api/top?window=900')
+        .set('X-Admin-Token', 'sample-test-token');
+      expect(top.status).toBe(200);
+      expect(top.body.trackers).toContainEqual(
+        expect.objectContaining({ route: 'GET /hello/sayHi', policy: '2-per-30s' }),
+      );
+    } finally {
+      if (saved === undefined) delete process.env.ADMIN_TOKEN;
+      else process.env.ADMIN_TOKEN = saved;
+    }
+  });
 });
 
 describe.each(
