@@ -11,6 +11,8 @@
 # Run from anywhere: bash .ci/pack-smoke.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The apps mount the console behind this token, and the smoke check asks it with it.
+export ADMIN_TOKEN=smoke-admin
 
 scratch=$(mktemp -d)
 pids=()

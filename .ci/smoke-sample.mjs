@@ -1,5 +1,6 @@
 // Waits for an app with the sample's routes to listen, then expects 200, 200, 429 on
-// /hello/sayHi, each with RateLimit and RateLimit-Policy headers, and Retry-After on the 429.
+// /hello/sayHi, each with RateLimit and RateLimit-Policy headers, and Retry-After on the 429;
+// then the console at /rate-limits refused without $ADMIN_TOKEN, and listing that 429 with it.
 // Used for the sample app and for the Nest 11 CommonJS app of nest11-smoke.sh.
 const base = process.argv[2];
 const deadline = Date.now() + 120_000;
@@ -35,5 +36,20 @@ if (codes.join() !== '200,200,429' || !(Number(retryAfter) >= 1) || !withHeaders
   console.error(
     'expected 200, 200, 429 with RateLimit and RateLimit-Policy, Retry-After on the 429',
   );
+  process.exit(1);
+}
+
+// The console, mounted behind the admin token: refused without it; with it, the client just
+// turned away on /hello/sayHi is on the list of the most limited.
+const admin = { 'x-admin-token': process.env.ADMIN_TOKEN ?? '' };
+const refused = await fetch(`${base}/rate-limits/api/top`);
+await refused.text();
+const top = await fetch(`${base}/rate-limits/api/top?window=60`, { headers: admin });
+const listed = top.ok ? await top.json() : { trackers: [] };
+console.log(`console: ${refused.status} without the token, ${top.status} with it`);
+const onList = listed.trackers.some((t) => t.route === 'GET /hello/sayHi' && t.limited >= 1);
+if (![401, 403].includes(refused.status) || top.status !== 200 || !onList) {
+  console.error('expected the console refused without the token, and listing the 429 with it');
+  console.error(JSON.stringify(listed));
   process.exit(1);
 }

@@ -13,6 +13,12 @@ const {
 } = require('nest-rate-limit');
 // The testing entry, through the package's exports map, as an app's tests would require it.
 const { RateLimitTesting, TestClock } = require('nest-rate-limit/testing');
+// The console's entry, behind a guard instance that wants X-Admin-Token: $ADMIN_TOKEN.
+const { RateLimitConsoleModule } = require('nest-rate-limit/console');
+const adminOnly = {
+  canActivate: (context) =>
+    context.switchToHttp().getRequest().headers['x-admin-token'] === process.env.ADMIN_TOKEN,
+};
 
 if (new TestClock(0).advance('1m') !== 60_000 || typeof RateLimitTesting.reset !== 'function') {
   throw new Error('nest-rate-limit/testing did not load as published');
@@ -40,9 +46,10 @@ decorateMethod(ItemsController, 'health', SkipRateLimit(), Get('health'));
 Controller('items')(ItemsController);
 
 class AppModule {}
-Module({ imports: [RateLimitModule.forRoot()], controllers: [HelloController, ItemsController] })(
-  AppModule,
-);
+Module({
+  imports: [RateLimitModule.forRoot(), RateLimitConsoleModule.forRoot({ guard: adminOnly })],
+  controllers: [HelloController, ItemsController],
+})(AppModule);
 
 NestFactory.create(AppModule, { logger: ['error', 'warn'] })
   .then(async (app) => {

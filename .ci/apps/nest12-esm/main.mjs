@@ -6,6 +6,8 @@ import { NestFactory } from '@nestjs/core';
 import { RateLimit, RateLimitModule, SkipRateLimit } from 'nest-rate-limit';
 // The testing entry, through the package's exports map, as an app's tests would import it.
 import { RateLimitTesting, TestClock } from 'nest-rate-limit/testing';
+// The console's entry, behind a guard instance that wants X-Admin-Token: $ADMIN_TOKEN.
+import { RateLimitConsoleModule } from 'nest-rate-limit/console';
 import { createClient } from 'redis';
 
 function decorateMethod(cls, name, ...decorators) {
@@ -37,9 +39,17 @@ const redis = createClient({ url: process.env.REDIS_URL });
 redis.on('error', (error) => console.error('redis:', error.message));
 await redis.connect();
 
+const adminOnly = {
+  canActivate: (context) =>
+    context.switchToHttp().getRequest().headers['x-admin-token'] === process.env.ADMIN_TOKEN,
+};
+
 class AppModule {}
 Module({
-  imports: [RateLimitModule.forRoot({ redis, keyPrefix: `smoke-${process.pid}` })],
+  imports: [
+    RateLimitModule.forRoot({ redis, keyPrefix: `smoke-${process.pid}` }),
+    RateLimitConsoleModule.forRoot({ guard: adminOnly }),
+  ],
   controllers: [HelloController, ItemsController],
 })(AppModule);
 
