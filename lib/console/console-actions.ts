@@ -1,4 +1,10 @@
-import { BadRequestException, Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  BadRequestException,
+  Inject,
+  Injectable,
+  Logger,
+  NotImplementedException,
+} from '@nestjs/common';
 import { DecisionFeed } from '../activity/decision-feed.js';
 import { type KeyTemplate, RouteDirectory } from '../activity/route-directory.js';
 import { RateLimitHealthIndicator } from '../health/rate-limit.health.js';
@@ -8,7 +14,11 @@ import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
 import { parseDuration, RateLimitConfigError } from '../policy/validation.js';
 import { RATE_LIMIT_CALL_STORE } from '../rate-limit.constants.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
-import { type CallStore, type StoreOperation } from '../store-contract/store-call.js';
+import {
+  type CallStore,
+  type StoreCall,
+  type StoreOperation,
+} from '../store-contract/store-call.js';
 import { ActivitySharing } from './activity-sharing.js';
 
 /**
@@ -71,7 +81,7 @@ export class ConsoleActions {
       const limits = this.limitsOf(keys);
       // A cost of 0 fits any quota, so only a lock-out rejects it: what is left, and whether locked.
       const zero = { ...limits, costs: keys.map(() => 0) };
-      const decision = await this.store.execute({ op: 'peek', limits: zero });
+      const decision = await this.execute({ op: 'peek', limits: zero });
       keys.forEach(({ policy }, i) => {
         const own = decision.policies[i];
         policies.push({
@@ -153,10 +163,20 @@ export class ConsoleActions {
     for (const [route, all] of await this.byRoute(tracker)) {
       const keys = all.filter((k) => policy === undefined || k.policy.name === policy);
       if (keys.length === 0) continue;
-      await this.store.execute({ op, limits: this.limitsOf(keys), durationMs });
+      await this.execute({ op, limits: this.limitsOf(keys), durationMs });
       for (const k of keys) done.push({ route, policy: k.policy.name });
     }
     return done;
+  }
+
+  /** The store's answer to `call`; 501 naming the method when a custom store has none for it. */
+  private execute(call: StoreCall) {
+    if (!this.store.supports(call.op)) {
+      throw new NotImplementedException(
+        `The store (${this.store.kind}) has no ${call.op}() method, which this action needs`,
+      );
+    }
+    return this.store.execute(call);
   }
 
   /** A name some known route's policy has, else 400 listing them. */

@@ -316,6 +316,40 @@ describe('the console’s options', () => {
     }
   });
 
+  it('answers 501 naming the method when a store of your own has none for the action', async () => {
+    const allowAll = {
+      consume: async () => ({
+        allowed: true,
+        limit: 3,
+        remaining: 2,
+        resetAfterMs: 60_000,
+        retryAfterMs: 0,
+        policies: [],
+      }),
+    };
+    const app = await startHttpApp({
+      imports: [
+        RateLimitModule.forRoot({ keyPrefix: uniquePrefix(), store: allowAll as never }),
+        RateLimitConsoleModule.forRoot({ guard: AdminGuard }),
+      ],
+      controllers: [OverrideController],
+    });
+    try {
+      const server = app.getHttpServer();
+      expect((await request(server).get('/ov/api').set(USER_HEADER, 'u')).status).toBe(200);
+      const looked = await request(server).get('/rate-limits/api/trackers/user%3Au').set(ADMIN);
+      expect(looked.status).toBe(501);
+      expect(looked.body.message).toMatch(/has no peek\(\) method, which this action needs/);
+      const blocked = await request(server)
+        .post('/rate-limits/api/trackers/user%3Au/block')
+        .set(ADMIN)
+        .send({ duration: '1m' });
+      expect(blocked.status).toBe(501);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('shares nothing and keeps the feed off in an app without it', async () => {
     const app = await startHttpApp({
       imports: [RateLimitModule.forRoot({ keyPrefix: uniquePrefix() })],
