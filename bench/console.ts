@@ -89,7 +89,7 @@ async function decide(
   for (let i = 0; i < n; i++) {
     const request = {
       method: 'GET',
-      route: { path: '/bench/x' },
+      route: { path: rejected ? '/bench/closed' : '/bench/open' },
       headers: { id: KEYS[i % trackers] },
     };
     const context = new ExecutionContextHost(

@@ -5,11 +5,14 @@ import { Outcome, OutcomeRates, type RouteRing } from './outcome-rates.js';
 import { type KeyTemplate, RouteDirectory } from './route-directory.js';
 
 const MAX_ROUTES = 1000;
+// Keys named when counted (see turnedAway): a route whose policies change per request only.
+const MAX_NAMED = 1024;
 
 /** What the feed keeps of a route so that a decision on it costs no lookup but one. */
 interface FedRoute {
   readonly ring: RouteRing | undefined;
-  /** By policy index: where the tracker sits in its key, and the head of its summary keys. */
+  /** By policy index: where the tracker sits in its key, and the head of its summary keys (made
+   * when first read). */
   readonly templates: ReadonlyArray<KeyTemplate | undefined>;
   readonly subjects: Array<string | undefined>;
 }
@@ -26,6 +29,7 @@ export class DecisionFeed {
   readonly limited = new LimitedTrackers();
   readonly directory = new RouteDirectory();
   private readonly routes = new Map<string, FedRoute>();
+  private readonly named = new Map<string, string>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -54,7 +58,11 @@ export class DecisionFeed {
     if (outcome === Outcome.Limited) this.turnedAway(route, fed, limits, decision, now, shadow);
   }
 
-  /** Counts the tracker the first enforced policy that rejected turned away. */
+  /**
+   * Counts the key of the first enforced policy that rejected: the key itself, a string the
+   * store chain has hashed already, so that a flood costs a counter and no string work. What it
+   * stands for (tracker, route, policy) is worked out when the summaries are read.
+   */
   private turnedAway(
     route: string,
     fed: FedRoute,
@@ -66,18 +74,37 @@ export class DecisionFeed {
     const policies = decision.policies;
     for (let i = 0; i < policies.length; i++) {
       if (policies[i].allowed || shadow?.[i] === true) continue;
-      const policy = limits.policies[i];
       const key = limits.keys[i];
       const template = fed.templates[i];
-      // The template fits unless the route's policies change per request.
-      const tracker =
-        (template !== undefined ? RouteDirectory.trackerIn(template, key) : undefined) ??
-        RouteDirectory.trackerOf(key, policy, i);
-      if (tracker === undefined) return;
-      const subject = (fed.subjects[i] ??= LimitedTrackers.subject(route, policy.name));
-      this.limited.limitedUnder(subject, tracker, now);
+      // The template fits unless the route's policies change per request: then the key is
+      // named now, in a bounded map.
+      if (template === undefined || !RouteDirectory.fits(template, key)) {
+        const policy = limits.policies[i];
+        const tracker = RouteDirectory.trackerOf(key, policy, i);
+        if (tracker === undefined) return;
+        if (this.named.size >= MAX_NAMED) this.named.clear();
+        this.named.set(key, LimitedTrackers.subject(route, policy.name) + tracker);
+      }
+      this.limited.limitedKey(key, now);
       return;
     }
+  }
+
+  /** What a key counted by {@link turnedAway} stands for, as `LimitedTrackers.subject` + tracker. */
+  nameOf(key: string): string | undefined {
+    const named = this.named.get(key);
+    if (named !== undefined) return named;
+    for (const [route, fed] of this.routes) {
+      for (const template of fed.templates) {
+        if (template === undefined || !RouteDirectory.fits(template, key)) continue;
+        const subject = (fed.subjects[template.index] ??= LimitedTrackers.subject(
+          route,
+          template.policyName,
+        ));
+        return subject + RouteDirectory.trackerIn(template, key)!;
+      }
+    }
+    return undefined;
   }
 
   private note(route: string, limits: Limits, own: ReadonlyArray<unknown> | undefined): FedRoute {

@@ -1,4 +1,4 @@
-import { mergeSummaries, TopK, type TopSummary } from './top-k.js';
+import { mergeSummaries, type TopEntry, TopK, type TopSummary } from './top-k.js';
 
 /** A tracker turned away on a route under a policy, as the console lists it. */
 export interface LimitedTracker {
@@ -47,6 +47,14 @@ export class LimitedTrackers {
   }
 
   /**
+   * Counts one rejection under `key`, any string that {@link recent} is given a name for: the
+   * decision feed counts route keys, and names them only when the summaries are read.
+   */
+  limitedKey(key: string, now: number): void {
+    this.minuteOf(now).add(key, now);
+  }
+
+  /**
    * A route and a policy as the head of a summary's keys: JSON, then a NUL, which JSON never
    * holds unescaped, so the tracker after it can be anything.
    */
@@ -54,12 +62,23 @@ export class LimitedTrackers {
     return JSON.stringify([route, policy]) + '\u0000';
   }
 
-  /** This instance's summaries of the minutes of the last `minutes`, newest first. */
-  recent(now: number, minutes = this.minutes): MinuteSummary[] {
+  /**
+   * This instance's summaries of the minutes of the last `minutes`, newest first. `nameOf` turns
+   * a key counted by {@link limitedKey} into its subject and tracker; keys it names alike are
+   * added up, and those it cannot name left out.
+   */
+  recent(
+    now: number,
+    minutes = this.minutes,
+    nameOf?: (key: string) => string | undefined,
+  ): MinuteSummary[] {
     const from = Math.floor(now / MINUTE_MS) - minutes + 1;
     return this.ring
       .filter(({ minute }) => minute >= from)
-      .map(({ minute, top }) => ({ minute, summary: top.summary() }));
+      .map(({ minute, top }) => {
+        const summary = top.summary();
+        return { minute, summary: nameOf === undefined ? summary : renamed(summary, nameOf) };
+      });
   }
 
   /** The `limit` most limited over the last `minutes`, from these summaries (any instances'). */
@@ -88,4 +107,26 @@ export class LimitedTrackers {
     this.ring.length = Math.min(this.ring.length, this.minutes);
     return top;
   }
+}
+
+/** `summary` with its keys named by `nameOf`: entries named alike added up (see `recent`). */
+function renamed(summary: TopSummary, nameOf: (key: string) => string | undefined): TopSummary {
+  const byName = new Map<string, TopEntry>();
+  for (const entry of summary.entries) {
+    const key = nameOf(entry.key);
+    if (key === undefined) continue;
+    const known = byName.get(key);
+    byName.set(
+      key,
+      known === undefined
+        ? { ...entry, key }
+        : {
+            key,
+            count: known.count + entry.count,
+            error: known.error + entry.error,
+            last: Math.max(known.last, entry.last),
+          },
+    );
+  }
+  return { entries: [...byName.values()], unseenAtMost: summary.unseenAtMost };
 }

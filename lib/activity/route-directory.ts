@@ -105,11 +105,17 @@ export class RouteDirectory {
     return span === undefined ? undefined : RouteDirectory.shown(key.slice(span[0], span[1]));
   }
 
+  /** Whether `key` has the shape of `template`. */
+  static fits({ before, after }: KeyTemplate, key: string): boolean {
+    return (
+      key.length >= before.length + after.length && key.startsWith(before) && key.endsWith(after)
+    );
+  }
+
   /** The tracker `template` found in `key`, when the key has the template's shape. */
   static trackerIn(template: KeyTemplate, key: string): string | undefined {
+    if (!RouteDirectory.fits(template, key)) return undefined;
     const { before, after } = template;
-    if (key.length < before.length + after.length) return undefined;
-    if (!key.startsWith(before) || !key.endsWith(after)) return undefined;
     return RouteDirectory.shown(key.slice(before.length, key.length - after.length));
   }
 

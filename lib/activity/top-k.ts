@@ -100,9 +100,11 @@ export class TopK {
 
   private swap(i: number, j: number): void {
     const heap = this.heap;
-    [heap[i], heap[j]] = [heap[j], heap[i]];
+    const a = heap[i];
+    heap[i] = heap[j];
+    heap[j] = a;
     heap[i].at = i;
-    heap[j].at = j;
+    a.at = j;
   }
 }
 

@@ -94,13 +94,21 @@ export class ActivitySharing implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  private report(minute: number, now: number): ActivityReport {
-    const top = this.feed.limited.recent(now).find((m) => m.minute === minute)?.summary ?? {
-      entries: [],
-      unseenAtMost: 0,
-    };
-    const counts = this.feed.rates.minute(minute);
-    return { instance: this.instance, minute, top, counts, routes: this.feed.directory.known() };
+  /** This instance's report of `minute`, and of each of `more` minutes too, in that order. */
+  private report(minute: number, now: number): ActivityReport;
+  private report(minute: number, now: number, more: readonly number[]): ActivityReport[];
+  private report(minute: number, now: number, more?: readonly number[]) {
+    // Read once for all the minutes asked: naming the keys is the costly part.
+    const recent = this.feed.limited.recent(now, undefined, (key) => this.feed.nameOf(key));
+    const routes = this.feed.directory.known();
+    const of = (m: number): ActivityReport => ({
+      instance: this.instance,
+      minute: m,
+      top: recent.find((r) => r.minute === m)?.summary ?? { entries: [], unseenAtMost: 0 },
+      counts: this.feed.rates.minute(m),
+      routes,
+    });
+    return more === undefined ? of(minute) : [minute, ...more].map(of);
   }
 
   private async reports(minutes: number, now: number): Promise<ActivityReport[]> {
@@ -114,6 +122,6 @@ export class ActivitySharing implements OnModuleInit, OnModuleDestroy {
       // The store is down: this instance's own activity is still worth showing, said to be so.
       this.readError = error instanceof Error ? error.message : String(error);
     }
-    return [...others, ...wanted.map((minute) => this.report(minute, now))];
+    return [...others, ...this.report(wanted[0], now, wanted.slice(1))];
   }
 }

@@ -154,11 +154,38 @@ describe('the decision feed', () => {
     const degraded = decision([false], { degraded: 'deny' });
     feed.decided('GET /a', limits('ip:3'), degraded, degraded);
 
-    const top = LimitedTrackers.top(feed.limited.recent(120_000), 10);
+    const top = LimitedTrackers.top(
+      feed.limited.recent(120_000, undefined, (key) => feed.nameOf(key)),
+      10,
+    );
     expect(top.map((t) => [t.tracker, t.route, t.policy, t.limited])).toEqual([
       ['ip:1', 'GET /a', 'api.v1', 1],
     ]);
     expect(feed.rates.minute(2)['GET /a'].slice(0, 3)).toEqual([1, 1, 1]);
     expect(feed.directory.known().map((r) => r.route)).toEqual(['GET /a']);
+  });
+
+  it('names a key of policies that changed since the route was noted, when it counts it', () => {
+    const feed = new DecisionFeed(() => 120_000);
+    const first = decision([true, true]);
+    feed.decided('GET /a', limits('ip:1'), first, first);
+    // A per-request threshold: another policy id, so another key shape than the one noted.
+    const OTHER = resolvePolicy({ name: 'api.v1', period: '1m', threshold: 9 }, 'test');
+    const head = keys.routeHead('GET /a') + encodeKeyPart('ip:%2');
+    const changed = { keys: [head + RouteKeys.tail(OTHER, 0)], policies: [OTHER], costs: [1] };
+    const rejected = decision([false]);
+    feed.decided('GET /a', changed, rejected, rejected);
+    feed.decided('GET /a', limits('ip:3'), rejected, rejected);
+    const top = LimitedTrackers.top(
+      feed.limited.recent(120_000, undefined, (key) => feed.nameOf(key)),
+      10,
+    );
+    expect(top.map((t) => [t.tracker, t.policy])).toEqual(
+      expect.arrayContaining([
+        ['ip:%2', 'api.v1'],
+        ['ip:3', 'api.v1'],
+      ]),
+    );
+    expect(top).toHaveLength(2);
   });
 });
