@@ -13,6 +13,11 @@ const sample = new Map(sampleFiles.map((f) => [f, readFileSync(join(root, 'sampl
 function sampleRoutes(): string[] {
   const routes: string[] = [];
   for (const source of sample.values()) {
+    // The console's page, which its module mounts at its path ('/rate-limits' by default).
+    const mounted = /RateLimitConsoleModule\.forRoot\(\{([^}]*)\}\)/.exec(source);
+    if (mounted !== null) {
+      routes.push(`GET ${/path: '([^']*)'/.exec(mounted[1])?.[1] ?? '/rate-limits'}`);
+    }
     const base = /@Controller\('([^']*)'\)/.exec(source)?.[1];
     if (base === undefined) continue;
     for (const [, verb, path] of source.matchAll(
