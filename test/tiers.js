@@ -13,6 +13,7 @@
 /** Specs that need a Redis server whatever the tier: servers, clusters, faults, clients. */
 const NEEDS_REDIS = [
   '/test/abuse/redis.abuse.spec.ts',
+  '/test/cluster/activity-exchange.cluster.spec.ts',
   '/test/cluster/cluster.spec.ts',
   '/test/cluster/failover.spec.ts',
   '/test/cluster/node-failures.spec.ts',
@@ -21,6 +22,7 @@ const NEEDS_REDIS = [
   '/test/cluster/sentinel.spec.ts',
   '/test/cluster/slot-groups.spec.ts',
   '/test/contract/http/block-cache.http.spec.ts',
+  '/test/contract/store/activity-exchange.spec.ts',
   '/test/contract/http/module.contract.spec.ts',
   '/test/contract/http/scope.contract.spec.ts',
   '/test/contract/store/batch-function.spec.ts',

@@ -316,6 +316,45 @@ describe('the console’s options', () => {
     }
   });
 
+  it('logs each action with the acting user, under RateLimitConsole', async () => {
+    const lines: string[] = [];
+    const collect = (message: unknown, context?: unknown) => {
+      if (context === 'RateLimitConsole') lines.push(String(message));
+    };
+    const logger = { log: collect, warn: collect, error: collect, debug() {}, verbose() {} };
+    const app = await startHttpApp(
+      {
+        imports: [
+          RateLimitModule.forRoot({ keyPrefix: uniquePrefix() }),
+          RateLimitConsoleModule.forRoot({ guard: AdminGuard }),
+        ],
+        controllers: [OverrideController],
+      },
+      { logger },
+    );
+    try {
+      const server = app.getHttpServer();
+      const as = (user?: string) => (test: request.Test) =>
+        (user === undefined ? test : test.set(USER_HEADER, user)).set(ADMIN);
+      await request(server).get('/ov/api').set(USER_HEADER, 'caller');
+      const path = '/rate-limits/api/trackers/user%3Acaller';
+      await as('alice')(request(server).post(`${path}/block`)).send({ duration: '10m' });
+      await as('alice')(request(server).delete(`${path}/block`));
+      await as('bob')(request(server).post(`${path}/reset`));
+      await as('bob')(request(server).put('/rate-limits/api/overrides/api')).send({ threshold: 9 });
+      await as()(request(server).delete('/rate-limits/api/overrides/api'));
+      expect(lines).toEqual([
+        'User "alice" blocked tracker "user:caller" for 10m under every policy',
+        'User "alice" lifted the blocks of tracker "user:caller"',
+        'User "bob" reset tracker "user:caller"',
+        'User "bob" set the override of policy "api" for every tracker: {"threshold":9}',
+        'An unnamed user cleared the override of policy "api" for every tracker',
+      ]);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('answers 501 naming the method when a store of your own has none for the action', async () => {
     const allowAll = {
       consume: async () => ({
