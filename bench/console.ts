@@ -10,6 +10,7 @@ import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-hos
 import { Test } from '@nestjs/testing';
 import { RateLimit, RateLimitGuard, RateLimitModule } from '../lib/index.js';
 import { RateLimitConsoleModule } from '../lib/console/index.js';
+import { measureSharing } from './console-sharing.js';
 import { type BenchContext } from './support/bench-context.js';
 import { ratio, table } from './support/markdown.js';
 import {
@@ -140,6 +141,8 @@ export async function runConsole(ctx: BenchContext): Promise<ConsoleResult> {
       `\`RateLimitGuard.canActivate\` on an HTTP handler, called in process on the memory store, ${result.calls.toLocaleString('en-US')} decisions per run; each row against the same outcome without the console, median of per-round ratios.`,
       '',
       table(['row', 'decisions/s', 'vs no console', 'µs per decision', 'µs added'], rows),
+      '',
+      await measureSharing(ctx),
     ].join('\n');
     return { markdown, allowedRatio, floodRatio, spreadRatio };
   } finally {

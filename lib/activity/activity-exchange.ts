@@ -12,8 +12,11 @@ export interface ActivityReport {
   readonly top: TopSummary;
   /** Its decisions that minute, by route (see `OutcomeRates`). */
   readonly counts: Record<string, MinuteCounts>;
-  /** The routes it knows and their keys, so that any instance's console can act on all of them. */
-  readonly routes: readonly KnownRoute[];
+  /**
+   * The routes it knows and their keys, so that any instance's console can act on all of them:
+   * in the report of the minute in progress only (the routes do not change with the minutes).
+   */
+  readonly routes?: readonly KnownRoute[];
 }
 
 /** How long a minute's reports are kept: the console's longest window (16 minutes), and one more. */
@@ -25,6 +28,11 @@ export const KEPT_MINUTES = 17;
  * An instance shares a few times a minute, never per decision.
  */
 export interface ActivityExchange {
+  /**
+   * Whether other instances' reports reach this one: false where the store lives in this process,
+   * so that the console says it shows this instance alone.
+   */
+  readonly shared: boolean;
   /** Puts `report` in place of the instance's earlier one for the same minute. */
   share(report: ActivityReport): Promise<void>;
   /** Every instance's reports of `minutes`. */
@@ -33,6 +41,7 @@ export interface ActivityExchange {
 
 /** The exchange of one process: the memory store's, and a custom store's. */
 export class MemoryActivityExchange implements ActivityExchange {
+  readonly shared: boolean = false;
   private readonly minutes = new Map<number, Map<string, ActivityReport>>();
 
   share(report: ActivityReport): Promise<void> {

@@ -85,7 +85,7 @@ export class DecisionFeed {
         if (this.named.size >= MAX_NAMED) this.named.clear();
         this.named.set(key, LimitedTrackers.subject(route, policy.name) + tracker);
       }
-      this.limited.limitedKey(key, now);
+      this.limited.count(key, now);
       return;
     }
   }

@@ -33,24 +33,12 @@ export class LimitedTrackers {
     private readonly minutes = 16,
   ) {}
 
-  /** Counts one rejection of `tracker` on `route` under `policy` at `now` (ms). */
-  limited(tracker: string, route: string, policy: string, now: number): void {
-    this.limitedUnder(LimitedTrackers.subject(route, policy), tracker, now);
-  }
-
   /**
-   * The same, `subject` being what {@link subject} made of the route and the policy: a caller
-   * that keeps it pays no encoding per rejection.
+   * Counts one rejection at `now` (ms) under `key`: {@link subject} and the tracker, or any string
+   * that {@link recent} is given a name for. The decision feed counts route keys, and names them
+   * only when the summaries are read, so that a rejection costs no string work.
    */
-  limitedUnder(subject: string, tracker: string, now: number): void {
-    this.minuteOf(now).add(subject + tracker, now);
-  }
-
-  /**
-   * Counts one rejection under `key`, any string that {@link recent} is given a name for: the
-   * decision feed counts route keys, and names them only when the summaries are read.
-   */
-  limitedKey(key: string, now: number): void {
+  count(key: string, now: number): void {
     this.minuteOf(now).add(key, now);
   }
 
@@ -64,7 +52,7 @@ export class LimitedTrackers {
 
   /**
    * This instance's summaries of the minutes of the last `minutes`, newest first. `nameOf` turns
-   * a key counted by {@link limitedKey} into its subject and tracker; keys it names alike are
+   * a key counted by {@link count} into its subject and tracker; keys it names alike are
    * added up, and those it cannot name left out.
    */
   recent(

@@ -7,6 +7,7 @@ import {
   StoreNotConnectedError,
 } from '../stores/redis/clients/script-client.js';
 import { type ActivityExchange, type ActivityReport, KEPT_MINUTES } from './activity-exchange.js';
+import { packReport, unpackReport } from './packed-report.js';
 
 /** The script that shares and reads the reports (`activity.lua`), run by EVALSHA, else EVAL. */
 const ACTIVITY_SCRIPT: DecisionScript = (() => {
@@ -22,9 +23,11 @@ const MINUTE_MS = 60_000;
 
 /**
  * The instances' reports in Redis: a hash per minute, `<prefix>:{console}:<minute>`, a field per
- * instance, living 16 minutes from its last write (see docs/console.md, What it stores).
+ * instance holding its packed report, living 17 minutes from its last write (see docs/console.md,
+ * What it stores).
  */
 export class RedisActivityExchange implements ActivityExchange {
+  readonly shared = true;
   private readonly head: string;
 
   constructor(
@@ -45,7 +48,7 @@ export class RedisActivityExchange implements ActivityExchange {
     await this.scripts.run(ACTIVITY_SCRIPT, keys, [
       'share',
       report.instance,
-      JSON.stringify(report),
+      packReport(report),
       life,
     ]);
   }
@@ -58,25 +61,10 @@ export class RedisActivityExchange implements ActivityExchange {
     const reports: ActivityReport[] = [];
     for (const fields of reply) {
       for (let i = 1; i < fields.length; i += 2) {
-        const report = parsed(fields[i]);
+        const report = unpackReport(fields[i]);
         if (report !== undefined) reports.push(report);
       }
     }
     return reports;
-  }
-}
-
-/** A report as another instance wrote it; undefined for a value this version cannot read. */
-function parsed(value: unknown): ActivityReport | undefined {
-  try {
-    const report = JSON.parse(String(value)) as ActivityReport;
-    const fits =
-      typeof report.instance === 'string' &&
-      Number.isInteger(report.minute) &&
-      Array.isArray(report.top?.entries) &&
-      typeof report.counts === 'object';
-    return fits ? report : undefined;
-  } catch {
-    return undefined;
   }
 }

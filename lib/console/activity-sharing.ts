@@ -16,6 +16,10 @@ import { RATE_LIMIT_ACTIVITY } from '../rate-limit.constants.js';
 /** How often an instance shares its activity: the console of another sees it this much later at most. */
 export const SHARE_EVERY_MS = 2000;
 const MINUTE_MS = 60_000;
+/** How long one read of the store serves the console's calls (those of one poll of a page). */
+const READ_EVERY_MS = 500;
+/** The minutes a read takes in: the longest any call asks for (the chart's 15, and the one in progress). */
+const READ_MINUTES = 16;
 
 /**
  * Turns the feed on while the console is imported, and shares this instance's activity with the
@@ -29,8 +33,9 @@ export class ActivitySharing implements OnModuleInit, OnModuleDestroy {
   private timer: NodeJS.Timeout | undefined;
   private sharedMinute: number | undefined;
   private failing = false;
-  /** Why the last read saw this instance alone; undefined when it read every instance's. */
-  readError: string | undefined;
+  private reading: { newest: number; at: number; reports: Promise<ActivityReport[]> } | undefined;
+  /** Why the last read of the store failed; undefined when it read every instance's. */
+  private readError: string | undefined;
 
   constructor(
     private readonly feed: DecisionFeed,
@@ -46,6 +51,18 @@ export class ActivitySharing implements OnModuleInit, OnModuleDestroy {
   onModuleDestroy(): void {
     clearInterval(this.timer);
     this.feed.active = false;
+  }
+
+  /**
+   * Whose figures the reads show: every instance's, or this one's alone, and why (the store keeps
+   * no shared activity, or could not be read).
+   */
+  reach(): { instances: 'all' } | { instances: 'this one'; reason: string } {
+    if (!this.exchange.shared) {
+      return { instances: 'this one', reason: 'the store is in this process' };
+    }
+    const error = this.readError;
+    return error === undefined ? { instances: 'all' } : { instances: 'this one', reason: error };
   }
 
   /** The `limit` most limited trackers of the last `minutes`, across every instance. */
@@ -94,34 +111,56 @@ export class ActivitySharing implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  /** This instance's report of `minute`, and of each of `more` minutes too, in that order. */
+  /**
+   * This instance's report of `minute`, and of each of `more` minutes too, in that order. Only
+   * the report of the minute in progress carries the routes.
+   */
   private report(minute: number, now: number): ActivityReport;
   private report(minute: number, now: number, more: readonly number[]): ActivityReport[];
   private report(minute: number, now: number, more?: readonly number[]) {
     // Read once for all the minutes asked: naming the keys is the costly part.
     const recent = this.feed.limited.recent(now, undefined, (key) => this.feed.nameOf(key));
-    const routes = this.feed.directory.known();
+    const current = Math.floor(now / MINUTE_MS);
     const of = (m: number): ActivityReport => ({
       instance: this.instance,
       minute: m,
       top: recent.find((r) => r.minute === m)?.summary ?? { entries: [], unseenAtMost: 0 },
       counts: this.feed.rates.minute(m),
-      routes,
+      ...(m === current ? { routes: this.feed.directory.known() } : {}),
     });
     return more === undefined ? of(minute) : [minute, ...more].map(of);
   }
 
+  /** Every instance's reports of the last `minutes`, this instance's own taken live. */
   private async reports(minutes: number, now: number): Promise<ActivityReport[]> {
     const newest = Math.floor(now / MINUTE_MS);
     const wanted = Array.from({ length: minutes }, (_, i) => newest - i);
-    let others: ActivityReport[] = [];
-    try {
-      others = (await this.exchange.read(wanted)).filter((r) => r.instance !== this.instance);
-      this.readError = undefined;
-    } catch (error) {
-      // The store is down: this instance's own activity is still worth showing, said to be so.
-      this.readError = error instanceof Error ? error.message : String(error);
-    }
+    const others = (await this.others(newest, now)).filter((r) => r.minute > newest - minutes);
     return [...others, ...this.report(wanted[0], now, wanted.slice(1))];
+  }
+
+  /**
+   * The other instances' reports of the last {@link READ_MINUTES}, read once for the calls of
+   * {@link READ_EVERY_MS}: a page's poll asks for the top list and the chart at once.
+   */
+  private others(newest: number, now: number): Promise<ActivityReport[]> {
+    const last = this.reading;
+    if (last !== undefined && last.newest === newest && Math.abs(now - last.at) < READ_EVERY_MS) {
+      return last.reports;
+    }
+    const wanted = Array.from({ length: READ_MINUTES }, (_, i) => newest - i);
+    const reports = this.exchange.read(wanted).then(
+      (read) => {
+        this.readError = undefined;
+        return read.filter((r) => r.instance !== this.instance);
+      },
+      (error: unknown) => {
+        // The store is down: this instance's own activity is still worth showing, said to be so.
+        this.readError = error instanceof Error ? error.message : String(error);
+        return [];
+      },
+    );
+    this.reading = { newest, at: now, reports };
+    return reports;
   }
 }

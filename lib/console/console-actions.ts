@@ -1,17 +1,10 @@
-import {
-  BadRequestException,
-  Inject,
-  Injectable,
-  Logger,
-  NotImplementedException,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger, NotImplementedException } from '@nestjs/common';
 import { DecisionFeed } from '../activity/decision-feed.js';
 import { type KeyTemplate, RouteDirectory } from '../activity/route-directory.js';
 import { RateLimitHealthIndicator } from '../health/rate-limit.health.js';
-import { MAX_OVERRIDE_TRACKER_LENGTH } from '../overrides/override-bounds.js';
 import { OverrideRegistry } from '../overrides/override-registry.js';
 import { type ResolvedPolicy } from '../policy/rate-limit.policy.js';
-import { parseDuration, RateLimitConfigError } from '../policy/validation.js';
+import { parseDuration } from '../policy/validation.js';
 import { RATE_LIMIT_CALL_STORE } from '../rate-limit.constants.js';
 import { RateLimitService } from '../service/rate-limit.service.js';
 import {
@@ -20,6 +13,8 @@ import {
   type StoreOperation,
 } from '../store-contract/store-call.js';
 import { ActivitySharing } from './activity-sharing.js';
+import { badField, badRequestOn, bodyOf, checkTracker } from './console-input.js';
+import { CONSOLE_OPTIONS, type ResolvedConsoleOptions } from './console-options.js';
 
 /**
  * The windows the top list is asked for, in seconds, and the minute summaries each merges: whole
@@ -48,25 +43,44 @@ interface PolicyKey {
 @Injectable()
 export class ConsoleActions {
   private readonly logger = new Logger('RateLimitConsole');
+  /** Each API route as its messages name it, e.g. `POST /rate-limits/api/trackers/:tracker/block`. */
+  private readonly routes: Record<
+    'top' | 'lookup' | 'block' | 'unblock' | 'reset' | 'setOverride' | 'clearOverride',
+    string
+  >;
 
   constructor(
+    @Inject(CONSOLE_OPTIONS) { path }: ResolvedConsoleOptions,
     private readonly sharing: ActivitySharing,
     private readonly feed: DecisionFeed,
     private readonly registry: OverrideRegistry,
     private readonly service: RateLimitService,
     private readonly health: RateLimitHealthIndicator,
     @Inject(RATE_LIMIT_CALL_STORE) private readonly store: CallStore,
-  ) {}
+  ) {
+    const tracker = `${path}/api/trackers/:tracker`;
+    this.routes = {
+      top: `GET ${path}/api/top`,
+      lookup: `GET ${tracker}`,
+      block: `POST ${tracker}/block`,
+      unblock: `DELETE ${tracker}/block`,
+      reset: `POST ${tracker}/reset`,
+      setOverride: `PUT ${path}/api/overrides/:policy`,
+      clearOverride: `DELETE ${path}/api/overrides/:policy`,
+    };
+  }
 
   async top(window: unknown = '60') {
     const minutes = WINDOWS.get(String(window));
-    if (minutes === undefined) throw badField('window', window, '60, 300 or 900 (seconds)');
+    if (minutes === undefined) {
+      throw badField(this.routes.top, 'window', window, '60, 300 or 900 (seconds)');
+    }
     const trackers = await this.sharing.top(minutes, TOP);
-    return { window: Number(window), trackers, ...this.reach() };
+    return { window: Number(window), trackers, ...this.sharing.reach() };
   }
 
   async rates() {
-    return { ...(await this.sharing.rates()), ...this.reach() };
+    return { ...(await this.sharing.rates()), ...this.sharing.reach() };
   }
 
   async healthOf() {
@@ -75,7 +89,7 @@ export class ConsoleActions {
 
   /** What each policy of every known route has left for `tracker`, and any lock-out. */
   async lookup(tracker: unknown) {
-    const value = checkTracker(tracker);
+    const value = checkTracker(this.routes.lookup, tracker);
     const policies: object[] = [];
     for (const [route, keys] of await this.byRoute(value)) {
       const limits = this.limitsOf(keys);
@@ -100,11 +114,15 @@ export class ConsoleActions {
   }
 
   async block(tracker: unknown, body: unknown, actor: string) {
-    const value = checkTracker(tracker);
-    const fields = bodyOf(body, ['duration', 'policy']);
-    const durationMs = badRequestOn(() => parseDuration(fields.duration, 'duration', 'block'));
-    if (!(durationMs > 0)) throw badField('duration', fields.duration, 'a positive duration');
-    const policy = fields.policy === undefined ? undefined : await this.checkPolicy(fields.policy);
+    const where = this.routes.block;
+    const value = checkTracker(where, tracker);
+    const fields = bodyOf(where, body, ['duration', 'policy']);
+    const durationMs = badRequestOn(() => parseDuration(fields.duration, 'duration', where));
+    if (!(durationMs > 0)) {
+      throw badField(where, 'duration', fields.duration, 'a positive duration');
+    }
+    const policy =
+      fields.policy === undefined ? undefined : await this.checkPolicy(where, fields.policy);
     const done = await this.act('block', value, policy, durationMs);
     const on = policy === undefined ? 'every policy' : `policy "${policy}"`;
     this.logger.log(
@@ -114,14 +132,14 @@ export class ConsoleActions {
   }
 
   async unblock(tracker: unknown, actor: string) {
-    const value = checkTracker(tracker);
+    const value = checkTracker(this.routes.unblock, tracker);
     const done = await this.act('reset', value, undefined);
     this.logger.log(`${actor} lifted the blocks of tracker ${JSON.stringify(value)}`);
     return { tracker: value, policies: done };
   }
 
   async reset(tracker: unknown, actor: string) {
-    const value = checkTracker(tracker);
+    const value = checkTracker(this.routes.reset, tracker);
     const done = await this.act('reset', value, undefined);
     this.logger.log(`${actor} reset tracker ${JSON.stringify(value)}`);
     return { tracker: value, policies: done };
@@ -132,14 +150,15 @@ export class ConsoleActions {
   }
 
   async setOverride(policy: string, body: unknown, actor: string) {
-    const fields = bodyOf(body, ['threshold', 'period', 'burst', 'tracker', 'ttl']);
+    const where = this.routes.setOverride;
+    const fields = bodyOf(where, body, ['threshold', 'period', 'burst', 'tracker', 'ttl']);
     const { threshold, period, burst, tracker, ttl } = fields as Record<string, never>;
     const limit = { threshold, period, burst };
     for (const key of ['period', 'burst'] as const) if (limit[key] === undefined) delete limit[key];
     const options = { tracker, ttl };
     if (tracker === undefined) delete options.tracker;
     if (ttl === undefined) delete options.ttl;
-    await badRequestOn(() => this.service.override(policy, limit, options));
+    await badRequestOn(() => this.service.override(policy, limit, options), where);
     const whom = tracker === undefined ? 'every tracker' : `tracker ${JSON.stringify(tracker)}`;
     this.logger.log(
       `${actor} set the override of policy "${policy}" for ${whom}: ${JSON.stringify(fields)}`,
@@ -148,9 +167,11 @@ export class ConsoleActions {
   }
 
   async clearOverride(policy: string, tracker: unknown, actor: string) {
-    const options = tracker === undefined ? {} : { tracker: checkTracker(tracker) };
-    const cleared = await badRequestOn(() =>
-      this.service.clearOverride(policy, options as { tracker?: string }),
+    const where = this.routes.clearOverride;
+    const options = tracker === undefined ? {} : { tracker: checkTracker(where, tracker) };
+    const cleared = await badRequestOn(
+      () => this.service.clearOverride(policy, options as { tracker?: string }),
+      where,
     );
     const whom = tracker === undefined ? 'every tracker' : `tracker ${JSON.stringify(tracker)}`;
     this.logger.log(`${actor} cleared the override of policy "${policy}" for ${whom}`);
@@ -180,13 +201,14 @@ export class ConsoleActions {
   }
 
   /** A name some known route's policy has, else 400 listing them. */
-  private async checkPolicy(name: unknown): Promise<string> {
+  private async checkPolicy(where: string, name: unknown): Promise<string> {
     const names = new Set(
       (await this.sharing.routes()).flatMap((r) => r.keys.map((k) => k.policyName)),
     );
     if (typeof name === 'string' && names.has(name)) return name;
     const known = [...names].sort().join(', ') || 'none yet';
-    throw badField('policy', name, `the name of a policy of a known route (known: ${known})`);
+    const expected = `the name of a policy of a known route (known: ${known})`;
+    throw badField(where, 'policy', name, expected);
   }
 
   /** The keys of `tracker` under the policies of every route some instance knows, by route. */
@@ -217,72 +239,5 @@ export class ConsoleActions {
       policies: keys.map((k) => k.policy),
       costs: keys.map(() => 1),
     };
-  }
-
-  /** Whether the figures are every instance's, or this one's alone (the store could not be read). */
-  private reach() {
-    const error = this.sharing.readError;
-    return error === undefined ? { instances: 'all' } : { instances: 'this one', reason: error };
-  }
-}
-
-function checkTracker(tracker: unknown): string {
-  if (typeof tracker !== 'string' || tracker.length === 0) {
-    throw badField('tracker', tracker, 'a non-empty string');
-  }
-  if (tracker.length > MAX_OVERRIDE_TRACKER_LENGTH) {
-    const expected = `at most ${MAX_OVERRIDE_TRACKER_LENGTH} characters`;
-    throw badField('tracker', `${tracker.length} characters`, expected);
-  }
-  return tracker;
-}
-
-/** A JSON object body with only `fields`, else 400 naming the first that is not. */
-function bodyOf(body: unknown, fields: readonly string[]): Record<string, unknown> {
-  if (body === undefined || body === null || body === '') return {};
-  if (typeof body !== 'object' || Array.isArray(body)) {
-    throw badField('body', body, `a JSON object with ${fields.join(', ')}`);
-  }
-  for (const field of Object.keys(body)) {
-    if (!fields.includes(field))
-      throw badField(
-        field,
-        (body as Record<string, unknown>)[field],
-        `one of ${fields.join(', ')}`,
-      );
-  }
-  return body as Record<string, unknown>;
-}
-
-function badField(field: string, value: unknown, expected: string): BadRequestException {
-  const shown =
-    typeof value === 'string' ? JSON.stringify(value) : String(JSON.stringify(value) ?? value);
-  return new BadRequestException({
-    statusCode: 400,
-    error: 'Bad Request',
-    field,
-    message: `${field} must be ${expected}, got ${shown}`,
-  });
-}
-
-/** Runs `fn`, answering a configuration error it throws (a bad field) with 400 naming the field. */
-function badRequestOn<T>(fn: () => T): T {
-  const asBadRequest = (error: unknown): never => {
-    if (!(error instanceof RateLimitConfigError)) throw error;
-    const named = /^[^:]*: (?:unknown field "([^"]+)"|([A-Za-z]+) must)/.exec(error.message);
-    const name = named?.[1] ?? named?.[2] ?? 'body';
-    const field = name === 'policyName' ? 'policy' : name;
-    throw new BadRequestException({
-      statusCode: 400,
-      error: 'Bad Request',
-      field,
-      message: error.message,
-    });
-  };
-  try {
-    const result = fn();
-    return (result instanceof Promise ? result.catch(asBadRequest) : result) as T;
-  } catch (error) {
-    return asBadRequest(error);
   }
 }

@@ -24,6 +24,9 @@ export interface RateLimitConsoleOptions {
   imports?: ModuleMetadata['imports'];
 }
 
+/** Where the module provides its checked options, for the console's own classes. */
+export const CONSOLE_OPTIONS = Symbol('RateLimitConsoleOptions');
+
 /** The options, checked. */
 export interface ResolvedConsoleOptions {
   readonly path: string;

@@ -52,7 +52,7 @@ export const CONSOLE_PAGE = `<!doctype html>
   </section>
 </div>
 <section>
-  <h2>Most limited, across every instance
+  <h2>Most limited
     <select id="window" aria-label="window"><option value="60">last minute</option><option value="300">last 5 minutes</option><option value="900">last 15 minutes</option></select>
   </h2>
   <table><thead><tr><th>tracker</th><th>route</th><th>policy</th><th class="num">limited</th><th>last</th><th></th></tr></thead><tbody id="top"></tbody></table>
@@ -166,10 +166,23 @@ function showHealth(health) {
   view.append(status);
   const table = document.createElement("table");
   for (const [key, value] of Object.entries(health)) {
-    if (key === "status") continue;
+    if (key === "status" || key === "nodes") continue;
     const row = table.insertRow(); cell(row, key); cell(row, typeof value === "object" ? JSON.stringify(value) : String(value));
   }
   view.append(table);
+  if (health.nodes === undefined) return;
+  // A cluster: each master on its own row, a failing one in red.
+  const nodes = document.createElement("table"); nodes.id = "nodes";
+  const head = nodes.createTHead().insertRow();
+  for (const h of ["node", "state", "breaker", "since", "fallback answers"]) { const th = document.createElement("th"); th.textContent = h; head.append(th); }
+  const rows = nodes.createTBody();
+  for (const [name, node] of Object.entries(health.nodes)) {
+    const row = rows.insertRow();
+    cell(row, name); cell(row, node.degraded ? "failing" : "up", node.degraded ? "down" : "up"); cell(row, node.breaker);
+    cell(row, node.degradedSince ? new Date(node.degradedSince).toLocaleTimeString() : ""); cell(row, node.degraded ? String(node.fallbackAnswers) : "", "num");
+    if (node.error) row.title = node.error;
+  }
+  view.append(nodes);
 }
 
 function showTop(body) {
@@ -200,7 +213,7 @@ async function refresh() {
   try {
     const [top, rates, health, overrides] = await Promise.all([api("top?window=" + $("window").value), api("rates"), api("health"), api("overrides")]);
     showTop(top); drawChart(rates); showHealth(health); showOverrides(overrides);
-    $("reach").textContent = top.instances === "all" ? "every instance" : "this instance only (" + top.reason + ")";
+    $("reach").textContent = top.instances === "all" ? "every instance" : "this instance only: " + top.reason;
     $("updated").textContent = new Date().toLocaleTimeString();
   } catch (e) { say(e.message, true); }
 }

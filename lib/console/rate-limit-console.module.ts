@@ -2,7 +2,11 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { ActivitySharing } from './activity-sharing.js';
 import { ConsoleActions } from './console-actions.js';
 import { consoleController } from './console.controller.js';
-import { type RateLimitConsoleOptions, resolveConsoleOptions } from './console-options.js';
+import {
+  CONSOLE_OPTIONS,
+  type RateLimitConsoleOptions,
+  resolveConsoleOptions,
+} from './console-options.js';
 
 /**
  * A console for the people on call, at `path` (default `/rate-limits`) behind `guard`: who is
@@ -24,12 +28,16 @@ import { type RateLimitConsoleOptions, resolveConsoleOptions } from './console-o
 @Module({})
 export class RateLimitConsoleModule {
   static forRoot(options: RateLimitConsoleOptions): DynamicModule {
-    const { path, guard, imports } = resolveConsoleOptions(options);
+    const resolved = resolveConsoleOptions(options);
     return {
       module: RateLimitConsoleModule,
-      imports,
-      controllers: [consoleController(path, guard)],
-      providers: [ActivitySharing, ConsoleActions],
+      imports: resolved.imports,
+      controllers: [consoleController(resolved.path, resolved.guard)],
+      providers: [
+        { provide: CONSOLE_OPTIONS, useValue: resolved },
+        ActivitySharing,
+        ConsoleActions,
+      ],
     };
   }
 }

@@ -5,7 +5,7 @@ import { ForwardingStore } from '../stores/forwarding-store.js';
 import { RedisStore } from '../stores/redis/redis.store.js';
 import { ResilientStore, type ServerAnswer } from '../stores/resilience/resilient.store.js';
 import { type CallStore } from '../store-contract/store-call.js';
-import { type RateLimitHealthDetails, resilienceDetails } from './store-health.js';
+import { nodeDetails, type RateLimitHealthDetails, resilienceDetails } from './store-health.js';
 
 export type { RateLimitHealthDetails } from './store-health.js';
 
@@ -112,6 +112,7 @@ export class RateLimitHealthIndicator {
       ...(probe?.latencyMs === undefined ? {} : { latencyMs: probe.latencyMs }),
       ...(probe?.error === undefined ? {} : { error: probe.error }),
       ...state,
+      ...(this.redis?.isCluster === true ? { nodes: nodeDetails(resilient.servers()) } : {}),
     };
     // Absent rather than undefined, so the JSON and a deep equality agree.
     for (const field of Object.keys(details) as Array<keyof RateLimitHealthDetails>) {

@@ -40,6 +40,23 @@ export type RateLimitHealthDetails = {
   breaker?: BreakerState;
   /** Servers in an outage now: 0 or 1 for a single server; on a cluster, how many masters. */
   failingNodes?: number;
+  /**
+   * A cluster only: each master decisions have gone to since the app started, by `host:port`,
+   * and its own state (a master a failover replaced stays, its outage let go after 10 s idle).
+   */
+  nodes?: Record<
+    string,
+    {
+      degraded: boolean;
+      /** While degraded: when its outage began (ISO 8601). */
+      degradedSince?: string;
+      /** While degraded: decisions the fallback answered for it. */
+      fallbackAnswers?: number;
+      breaker: BreakerState;
+      /** While degraded: the latest failure counted against it. */
+      error?: string;
+    }
+  >;
 };
 
 const BREAKER_ORDER: readonly BreakerState[] = ['closed', 'half_open', 'open'];
@@ -87,6 +104,32 @@ export function resilienceDetails(
     breaker,
     failingNodes: failing.length,
   };
+}
+
+/** Each named server's own state, for a cluster's report (see `RateLimitHealthDetails.nodes`). */
+export function nodeDetails(
+  servers: Iterable<Readonly<NodeHealth>>,
+): NonNullable<RateLimitHealthDetails['nodes']> {
+  const nodes: NonNullable<RateLimitHealthDetails['nodes']> = {};
+  const named = [...servers].filter((server) => server.name !== '');
+  for (const server of named.sort((a, b) => a.name.localeCompare(b.name))) {
+    const breaker = server.breaker.state;
+    if (server.outageSince === undefined) {
+      nodes[server.name] = { degraded: false, breaker };
+      continue;
+    }
+    const error = server.lastError;
+    nodes[server.name] = {
+      degraded: true,
+      degradedSince: wallClock(server.outageSince),
+      fallbackAnswers: server.fallbackAnswers,
+      breaker,
+      ...(error === undefined
+        ? {}
+        : { error: error instanceof Error ? error.message : String(error) }),
+    };
+  }
+  return nodes;
 }
 
 /** A `performance.now()` reading as an ISO 8601 date: the same reading, the same date. */

@@ -10,8 +10,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
-import { type RateLimitPolicy, RateLimitService, type RedisConnection } from '../../lib/index.js';
+import {
+  RateLimitHealthIndicator,
+  type RateLimitPolicy,
+  RateLimitService,
+  type RedisConnection,
+} from '../../lib/index.js';
 import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
+import { type RateLimitHealthDetails } from '../../lib/health/store-health.js';
 import { keySlot } from '../../lib/stores/redis/key-slot.js';
 import { uniquePrefix } from '../contract/http/fixtures/app.js';
 import { CapturingLogger, createLimiterApp, sleep } from '../fault/traffic.js';
@@ -233,6 +239,7 @@ describe('per-node failures on a 3-master cluster', () => {
 
       const node = cluster().nodes.find((n) => n.port === victim.port)!;
       let exact: Array<Promise<{ allowed: number; degraded: number }>> = [];
+      let frozenHealth: RateLimitHealthDetails | undefined;
       let [frozenAt, thawedAt] = [Infinity, Infinity];
       const fault = (async () => {
         await sleep(300);
@@ -242,6 +249,8 @@ describe('per-node failures on a 3-master cluster', () => {
           await sleep(1000);
           // While the victim is frozen, on each healthy master.
           exact = healthy.map((m) => exactOn(cluster(), app!, m));
+          const indicator = app!.get(RateLimitHealthIndicator);
+          frozenHealth = (await indicator.isHealthy('store')).store;
           await Promise.all(exact);
           await sleep(2000);
         } finally {
@@ -275,6 +284,13 @@ describe('per-node failures on a 3-master cluster', () => {
       expect(fellBackEarly(onHealthy)).toEqual([]);
       expectFewTimedOut(onHealthy);
       expect(await Promise.all(exact)).toEqual(healthy.map(() => ({ allowed: 5, degraded: 0 })));
+      // The health report names the frozen master, and only it, as degraded.
+      const byPort = Object.entries(frozenHealth?.nodes ?? {}).map(([node, state]) => [
+        Number(node.slice(node.lastIndexOf(':') + 1)),
+        state.degraded,
+      ]);
+      expect(byPort.sort()).toEqual(masters.map((m) => [m.port, m === victim]).sort());
+      expect(frozenHealth).toMatchObject({ degraded: true, failingNodes: 1 });
       // One warning, naming the frozen master, and one line when it is back.
       expect(logger.warnings).toHaveLength(1);
       expect(logger.warnings[0]).toContain(`:${victim.port} `);

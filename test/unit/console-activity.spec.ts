@@ -1,13 +1,19 @@
 /**
  * What the console keeps per instance: the tracker read back from a key of every route shape (and
  * a key rebuilt from it), decisions per route and outcome in 10 s buckets, and the feed that
- * tells a rejection from a shadow policy's and a degraded answer.
+ * tells a rejection from a shadow policy's and a degraded answer, and reports as instances store
+ * them.
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import {
+  type ActivityReport,
+  MemoryActivityExchange,
+} from '../../lib/activity/activity-exchange.js';
 import { DecisionFeed } from '../../lib/activity/decision-feed.js';
 import { LimitedTrackers } from '../../lib/activity/limited-trackers.js';
 import { Outcome, OutcomeRates } from '../../lib/activity/outcome-rates.js';
+import { packReport, unpackReport } from '../../lib/activity/packed-report.js';
 import { RouteDirectory } from '../../lib/activity/route-directory.js';
 import {
   decodeKeyPart,
@@ -15,8 +21,10 @@ import {
   policyTrackerPart,
   RouteKeys,
 } from '../../lib/keys/route-keys.js';
+import { ActivitySharing } from '../../lib/console/activity-sharing.js';
 import { resolvePolicy } from '../../lib/policy/rate-limit.policy.js';
 import { type RateLimitDecision } from '../../lib/store-contract/store.interface.js';
+import { reportOf } from '../support/activity-reports.js';
 
 const API = resolvePolicy({ name: 'api.v1', period: '1m', threshold: 3 }, 'test');
 const keys = new RouteKeys('rl');
@@ -187,5 +195,103 @@ describe('the decision feed', () => {
       ]),
     );
     expect(top).toHaveLength(2);
+  });
+});
+
+describe('a report as instances store it', () => {
+  const entry = fc.record({
+    key: fc.oneof(
+      fc
+        .tuple(fc.constantFrom('GET /a', 'POST /b/:id'), fc.constantFrom('api', 'burst'), trackers)
+        .map(([route, policy, tracker]) => LimitedTrackers.subject(route, policy) + tracker),
+      fc.string({ maxLength: 20 }),
+    ),
+    count: fc.nat(),
+    error: fc.nat(),
+    last: fc.integer({ min: 6_000_000, max: 6_059_999 }),
+  });
+
+  it('reads back as it was, with or without routes', () => {
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 40 }), fc.nat(), fc.boolean(), (entries, u, r) => {
+        const report: ActivityReport = {
+          instance: 'i-1',
+          minute: 100,
+          top: { entries, unseenAtMost: u },
+          counts: { 'GET /a': [1, 2, 3] },
+          ...(r ? { routes: [{ route: 'GET /a', keys: [] }] } : {}),
+        };
+        expect(unpackReport(packReport(report))).toEqual(report);
+      }),
+    );
+  });
+
+  it('writes each route and policy once, not in every entry', () => {
+    const head = LimitedTrackers.subject('GET /api/search/:query', 'search-per-user');
+    const entries = Array.from({ length: 128 }, (_, i) => ({
+      key: `${head}user:${i}`,
+      count: 1000 - i,
+      error: 0,
+      last: 6_000_000 + i,
+    }));
+    const report = { instance: 'i', minute: 100, top: { entries, unseenAtMost: 0 }, counts: {} };
+    const packed = packReport(report);
+    expect(packed.split('search-per-user').length - 1).toBe(1);
+    expect(packed.length).toBeLessThan(JSON.stringify(report).length / 2);
+  });
+
+  it('is not read from a value in another shape', () => {
+    for (const value of [
+      'not json',
+      '{"version":0}',
+      'null',
+      '{"i":"x","m":1,"u":0,"s":[],"e":[[0]],"c":{}}',
+    ]) {
+      expect(unpackReport(value)).toBeUndefined();
+    }
+  });
+});
+
+describe('the activity a console reads', () => {
+  /** The in-process exchange, counting its reads, as if it were shared. */
+  class CountingExchange extends MemoryActivityExchange {
+    override readonly shared = true;
+    reads = 0;
+    failWith: Error | undefined;
+    override read(minutes: readonly number[]) {
+      this.reads++;
+      return this.failWith === undefined ? super.read(minutes) : Promise.reject(this.failWith);
+    }
+  }
+
+  it('reads the store once for the calls of one poll, and again for the next poll', async () => {
+    const exchange = new CountingExchange();
+    const sharing = new ActivitySharing(new DecisionFeed(), exchange);
+    const now = 6_000_000;
+    await Promise.all([sharing.top(2, 20, now), sharing.rates(now), sharing.routes(now)]);
+    expect(exchange.reads).toBe(1);
+    await sharing.top(16, 20, now + 2000);
+    expect(exchange.reads).toBe(2);
+  });
+
+  it("shows another instance's report, and this one's alone, saying why, while the store fails", async () => {
+    const exchange = new CountingExchange();
+    const sharing = new ActivitySharing(new DecisionFeed(), exchange);
+    const now = 6_000_000;
+    const minute = now / 60_000;
+    await exchange.share(reportOf('other', minute, 7));
+    expect((await sharing.top(2, 20, now)).map((t) => t.limited)).toEqual([7]);
+    expect(sharing.reach()).toEqual({ instances: 'all' });
+    exchange.failWith = new Error('no connection');
+    expect(await sharing.top(2, 20, now + 2000)).toEqual([]);
+    expect(sharing.reach()).toEqual({ instances: 'this one', reason: 'no connection' });
+  });
+
+  it('says it shows this instance alone where the store is in this process', () => {
+    const sharing = new ActivitySharing(new DecisionFeed(), new MemoryActivityExchange());
+    expect(sharing.reach()).toEqual({
+      instances: 'this one',
+      reason: 'the store is in this process',
+    });
   });
 });

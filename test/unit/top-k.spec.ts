@@ -88,8 +88,15 @@ describe('LimitedTrackers', () => {
     const trackers = new LimitedTrackers(32);
     const start = 10 * MINUTE;
     for (let i = 0; i < 5_000; i++) {
-      trackers.limited(`ip:10.0.${i >> 8}.${i & 255}`, 'GET /items', 'per-ip', start + i);
-      if (i % 10 === 0) trackers.limited('ip:203.0.113.7', 'POST /login', 'login', start + i);
+      trackers.count(
+        LimitedTrackers.subject('GET /items', 'per-ip') + `ip:10.0.${i >> 8}.${i & 255}`,
+        start + i,
+      );
+      if (i % 10 === 0)
+        trackers.count(
+          LimitedTrackers.subject('POST /login', 'login') + 'ip:203.0.113.7',
+          start + i,
+        );
     }
     const [first, second] = LimitedTrackers.top(trackers.recent(start + 5_000, 1), 20);
     expect(first).toMatchObject({
@@ -107,7 +114,8 @@ describe('LimitedTrackers', () => {
   it('counts a window over its own minutes: 1 minute holds the current minute alone, 16 all of them', () => {
     const trackers = new LimitedTrackers();
     for (let minute = 0; minute < 20; minute++) {
-      for (let i = 0; i <= minute; i++) trackers.limited('t', 'r', 'p', minute * MINUTE + i);
+      for (let i = 0; i <= minute; i++)
+        trackers.count(LimitedTrackers.subject('r', 'p') + 't', minute * MINUTE + i);
     }
     const now = 19 * MINUTE + 30_000;
     const limitedIn = (minutes: number) =>
@@ -122,9 +130,9 @@ describe('LimitedTrackers', () => {
 
   it('keeps trackers, routes and policies apart, whatever characters they hold', () => {
     const trackers = new LimitedTrackers();
-    trackers.limited('a|b', 'c', 'p', 0);
-    trackers.limited('a', 'b|c', 'p', 0);
-    trackers.limited('a", "b', 'c', 'p', 0);
+    trackers.count(LimitedTrackers.subject('c', 'p') + 'a|b', 0);
+    trackers.count(LimitedTrackers.subject('b|c', 'p') + 'a', 0);
+    trackers.count(LimitedTrackers.subject('c', 'p') + 'a", "b', 0);
     const top = LimitedTrackers.top(trackers.recent(0), 20);
     expect(top.map(({ tracker, route }) => [tracker, route]).sort()).toEqual(
       [
