@@ -2,7 +2,8 @@
  * The console's page in headless Chromium, on two instances sharing one Redis: a flood on A shows
  * first on B's page; blocking from B's page makes A turn the caller away for the block's time, and
  * lifting it lets the caller through; an override set from B's page is applied by A; and without
- * the guard's credentials the page shows nothing but the refusal.
+ * the guard's credentials the page shows nothing but the refusal. On a 3-master cluster, the page
+ * lists each master, and shows the one frozen (SIGSTOP) as failing while the others stay up.
  *
  * Needs Chromium (Debian's `chromium`, or CHROMIUM_PATH); the full tier alone runs it. With
  * CONSOLE_SCREENSHOT=<file>, the page during the flood is saved there (docs/console.png).
@@ -18,12 +19,13 @@ import {
 } from '@nestjs/common';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import request from 'supertest';
-import { RateLimitModule } from '../../lib/index.js';
+import { RateLimitModule, type RedisConnection } from '../../lib/index.js';
 import { RateLimitConsoleModule } from '../../lib/console/index.js';
 import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
 import { startHttpApp, USER_HEADER } from '../contract/http/fixtures/http-app.js';
 import { OverrideController } from '../contract/http/fixtures/override-controllers.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
+import { useCluster } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 
 // What the page's elements are read as, typed here: the DOM library stays out of the project.
@@ -198,6 +200,87 @@ describe('the console in a browser, on two instances sharing one Redis', () => {
       await context.close();
     }
   });
+});
+
+describe('the console in a browser, on a 3-master cluster', () => {
+  const cluster = useCluster({
+    replicas: 0,
+    own: true,
+    // Without it, the masters left would refuse every command once one is flagged failed.
+    nodeArgs: ['--cluster-require-full-coverage', 'no'],
+  });
+  let browser: Browser;
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    const client = await cluster().connect('ioredis');
+    app = await startHttpApp({
+      imports: [
+        RateLimitModule.forRoot({ redis: client as RedisConnection, timeout: 300 }),
+        RateLimitConsoleModule.forRoot({ guard: AdminGuard }),
+      ],
+      controllers: [OverrideController],
+    });
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  /** One decision for each of 30 callers: their keys land on every master. */
+  const spread = () =>
+    Promise.all(
+      Array.from({ length: 30 }, () =>
+        request(app.getHttpServer()).get('/ov/api').set(USER_HEADER, uniqueUser()),
+      ),
+    );
+  const nodeRows = (page: Page) =>
+    page.$$eval('#nodes tbody tr', (rows) => rows.map((r) => (r as unknown as Shown).innerText));
+  const portOf = (row: string) => Number(/:(\d+)\t/.exec(row)?.[1]);
+
+  it('lists each master, and shows a frozen one failing while the others stay up', async () => {
+    const masters = await cluster().masters();
+    await spread();
+    const page = await browser.newPage();
+    await page.authenticate({ username: 'admin', password: TOKEN });
+    await page.goto(`${await app.getUrl()}/rate-limits`);
+    await waitFor('a row per master', 10_000, async () => {
+      const rows = await nodeRows(page);
+      const up = rows.filter((r) => /\tup\t/.test(r)).map(portOf);
+      return (
+        up.sort().join() ===
+          masters
+            .map((m) => m.port)
+            .sort()
+            .join() || rows.join(' | ')
+      );
+    });
+
+    const [victim] = masters;
+    const node = cluster().nodes.find((n) => n.port === victim.port)!;
+    node.freeze(true);
+    try {
+      await spread();
+      await waitFor('the frozen master failing on the page', 10_000, async () => {
+        const rows = await nodeRows(page);
+        const failing = rows.filter((r) => /\tfailing\t/.test(r)).map(portOf);
+        const up = rows.filter((r) => /\tup\t/.test(r)).map(portOf);
+        const others = masters.filter((m) => m !== victim).map((m) => m.port);
+        const seen =
+          failing.join() === String(victim.port) && up.sort().join() === others.sort().join();
+        return seen || rows.join(' | ');
+      });
+    } finally {
+      node.freeze(false);
+    }
+    await page.close();
+  }, 60_000);
 });
 
 /** Clicks the button labelled `label` inside `within`. */
