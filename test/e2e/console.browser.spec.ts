@@ -25,7 +25,7 @@ import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
 import { startHttpApp, USER_HEADER } from '../contract/http/fixtures/http-app.js';
 import { OverrideController } from '../contract/http/fixtures/override-controllers.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
-import { useCluster } from '../support/stores.js';
+import { REDIS_DECIDES_MS, useCluster } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 
 // What the page's elements are read as, typed here: the DOM library stays out of the project.
@@ -72,7 +72,7 @@ describe('the console in a browser, on two instances sharing one Redis', () => {
       startHttpApp(
         {
           imports: [
-            RateLimitModule.forRoot({ keyPrefix, redis: redis.url }),
+            RateLimitModule.forRoot({ keyPrefix, redis: redis.url, timeout: REDIS_DECIDES_MS }),
             RateLimitConsoleModule.forRoot({ guard: AdminGuard }),
           ],
           controllers: [OverrideController],

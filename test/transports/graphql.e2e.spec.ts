@@ -7,7 +7,7 @@ import request from 'supertest';
 import { type RateLimitDecision } from '../../lib/index.js';
 import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { uniquePrefix, uniqueUser, USER_HEADER } from '../contract/http/fixtures/app.js';
-import { useRedis } from '../support/stores.js';
+import { useRedis, REDIS_DECIDES_MS } from '../support/stores.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { createGraphQLApp } from './fixtures/graphql-app.js';
 import { LogCapture } from './fixtures/log-capture.js';
@@ -32,7 +32,7 @@ describe('GraphQL resolvers (Apollo on Express)', () => {
     { passResponse = false, logger = false as LogCapture | false } = {},
   ) {
     const created = await createGraphQLApp(
-      { redis: redis().url, keyPrefix: uniquePrefix(), ...options },
+      { redis: redis().url, timeout: REDIS_DECIDES_MS, keyPrefix: uniquePrefix(), ...options },
       { passResponse, logger },
     );
     apps.push(created);

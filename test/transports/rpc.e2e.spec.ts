@@ -4,7 +4,7 @@ import { firstValueFrom, timeout } from 'rxjs';
 import { type RateLimitDecision } from '../../lib/index.js';
 import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
-import { useRedis } from '../support/stores.js';
+import { useRedis, REDIS_DECIDES_MS } from '../support/stores.js';
 import { waitFor } from '../support/wait-for.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { LogCapture } from './fixtures/log-capture.js';
@@ -30,7 +30,7 @@ describe('microservice handlers over TCP', () => {
 
   async function app(options: RateLimitRootOptions = {}, logger: LogCapture | false = false) {
     const created = await createRpcApp(
-      { redis: redis().url, keyPrefix: uniquePrefix(), ...options },
+      { redis: redis().url, timeout: REDIS_DECIDES_MS, keyPrefix: uniquePrefix(), ...options },
       logger,
     );
     running.push(created);

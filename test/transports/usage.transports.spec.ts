@@ -9,7 +9,7 @@ import request from 'supertest';
 import { RateLimitStore } from '../../lib/index.js';
 import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { uniquePrefix } from '../contract/http/fixtures/app.js';
-import { STORE_KINDS, useRedis } from '../support/stores.js';
+import { STORE_KINDS, useRedis, REDIS_DECIDES_MS } from '../support/stores.js';
 import { type CallTaking, watchSettles } from '../support/settles.js';
 import {
   createSpendGraphQLApp,
@@ -94,7 +94,7 @@ describe.each(STORE_KINDS)('settling usage outside HTTP, on the %s store', (kind
     it('charges what the result says in place of the estimate, once the call has ended', async () => {
       const driver = await start({
         keyPrefix: uniquePrefix(),
-        ...(kind === 'redis' ? { redis: redis().url } : {}),
+        ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
       });
       running.push(driver);
       const { settled } = watchSettles(driver.store);

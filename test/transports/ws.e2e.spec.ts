@@ -5,7 +5,7 @@ import { type Socket } from 'socket.io-client';
 import { type RateLimitDecision } from '../../lib/index.js';
 import { type RateLimitRootOptions } from '../../lib/options/rate-limit.options.js';
 import { uniquePrefix, uniqueUser } from '../contract/http/fixtures/app.js';
-import { useRedis } from '../support/stores.js';
+import { useRedis, REDIS_DECIDES_MS } from '../support/stores.js';
 import { brokenStore } from './fixtures/broken-store.js';
 import { LogCapture } from './fixtures/log-capture.js';
 import { connect, createWsApp } from './fixtures/ws-app.js';
@@ -32,7 +32,7 @@ describe('WebSocket gateways (Socket.IO)', () => {
 
   async function app(options: RateLimitRootOptions = {}, logger: LogCapture | false = false) {
     const created = await createWsApp(
-      { redis: redis().url, keyPrefix: uniquePrefix(), ...options },
+      { redis: redis().url, timeout: REDIS_DECIDES_MS, keyPrefix: uniquePrefix(), ...options },
       logger,
     );
     apps.push(created);

@@ -8,7 +8,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RateLimit, RateLimitModule } from '../../../lib/index.js';
-import { TestClock, useRedis } from '../../support/stores.js';
+import { TestClock, useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 import { STORES_AND_ADAPTERS, uniquePrefix, uniqueUser } from './fixtures/app.js';
 import { startHttpApp, USER_HEADER } from './fixtures/http-app.js';
 import { limitsOf, policiesOf, retryAfter } from './fixtures/policy-app.js';
@@ -49,7 +49,7 @@ describe.each(STORES_AND_ADAPTERS)(
             RateLimitModule.forRoot({
               keyPrefix,
               clock: clock.now,
-              ...(kind === 'redis' ? { redis: redis().url } : {}),
+              ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
             }),
           ],
           controllers: [quotaController()],

@@ -8,7 +8,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RateLimit, RateLimitModule } from '../../../lib/index.js';
-import { STORE_KINDS, TestClock, useRedis } from '../../support/stores.js';
+import { STORE_KINDS, TestClock, useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 import { uniquePrefix, uniqueUser } from './fixtures/app.js';
 import { startHttpApp, USER_HEADER } from './fixtures/http-app.js';
 import { limitsOf, policiesOf, retryAfter } from './fixtures/policy-app.js';
@@ -60,7 +60,7 @@ describe.each(STORE_KINDS)('calendar headers on the %s store', (kind) => {
         RateLimitModule.forRoot({
           keyPrefix: uniquePrefix(),
           clock: clock.now,
-          ...(kind === 'redis' ? { redis: redis().url } : {}),
+          ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
         }),
       ],
       controllers: [CalendarController],

@@ -16,7 +16,7 @@ import { RateLimitModule } from '../../../lib/index.js';
 import { RateLimitConsoleModule } from '../../../lib/console/index.js';
 import { ActivitySharing } from '../../../lib/console/activity-sharing.js';
 import { DecisionFeed } from '../../../lib/activity/decision-feed.js';
-import { STORE_KINDS, type StoreKind, useRedis } from '../../support/stores.js';
+import { STORE_KINDS, type StoreKind, useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import { uniquePrefix, uniqueUser } from './fixtures/app.js';
 import {
@@ -55,7 +55,7 @@ describe.each(STORE_KINDS)('the console on the %s store', (kind: StoreKind) => {
         imports: [
           RateLimitModule.forRoot({
             keyPrefix,
-            ...(kind === 'redis' ? { redis: redis().url } : {}),
+            ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
           }),
           RateLimitConsoleModule.forRoot({ guard: AdminGuard }),
         ],

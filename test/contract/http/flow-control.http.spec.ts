@@ -10,7 +10,7 @@ import { type ExecutionContext, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RateLimitModule } from '../../../lib/index.js';
 import { type RateLimitRootOptions } from '../../../lib/options/rate-limit.options.js';
-import { STORE_KINDS, useRedis } from '../../support/stores.js';
+import { STORE_KINDS, useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import { HTTP_ADAPTERS, uniquePrefix, uniqueUser, USER_HEADER } from './fixtures/app.js';
 import { FlowController, Gate } from './fixtures/flow-control.js';
@@ -53,7 +53,7 @@ describe.each(CASES)('flow control on the %s store over %s', (kind, adapter) => 
       {
         imports: [
           RateLimitModule.forRoot({
-            ...(kind === 'redis' ? { redis: redis().url } : {}),
+            ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
             keyPrefix: uniquePrefix(),
             ...options,
           }),

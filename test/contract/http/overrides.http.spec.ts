@@ -8,7 +8,7 @@ import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RateLimitConfigError, RateLimitModule, RateLimitService } from '../../../lib/index.js';
 import { type RateLimitRootOptions } from '../../../lib/options/rate-limit.options.js';
-import { STORE_KINDS, type StoreKind, useRedis } from '../../support/stores.js';
+import { STORE_KINDS, type StoreKind, useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import { uniquePrefix, uniqueUser } from './fixtures/app.js';
 import { startHttpApp, USER_HEADER } from './fixtures/http-app.js';
@@ -24,7 +24,7 @@ describe.each(STORE_KINDS)('limit overrides over HTTP on the %s store', (kind: S
       imports: [
         RateLimitModule.forRoot({
           keyPrefix: uniquePrefix(),
-          ...(kind === 'redis' ? { redis: redis().url } : {}),
+          ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
           ...options,
         }),
       ],

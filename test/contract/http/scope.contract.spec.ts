@@ -5,7 +5,7 @@ import request from 'supertest';
 import { RATE_ALGORITHMS } from '../../../lib/algorithms/registry.js';
 import { RateLimitModule } from '../../../lib/index.js';
 import { stateKeys } from '../../support/decision-ids.js';
-import { type StoreKind, useRedis } from '../../support/stores.js';
+import { type StoreKind, useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import { STORES_AND_ADAPTERS, uniquePrefix, uniqueUser } from './fixtures/app.js';
 import { type HttpAdapterKind, startHttpApp, USER_HEADER } from './fixtures/http-app.js';
@@ -26,7 +26,7 @@ function useScopeApps(kind: StoreKind, adapter: HttpAdapterKind) {
         imports: [
           RateLimitModule.forRoot({
             keyPrefix,
-            ...(kind === 'redis' ? { redis: redis().url } : {}),
+            ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
           }),
         ],
         controllers: SCOPE_CONTROLLERS,

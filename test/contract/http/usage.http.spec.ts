@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RateLimitModule, RateLimitStore } from '../../../lib/index.js';
-import { useRedis } from '../../support/stores.js';
+import { useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 import { type CallTaking, watchSettles } from '../../support/settles.js';
 import { STORES_AND_ADAPTERS, uniquePrefix, uniqueUser } from './fixtures/app.js';
 import { startHttpApp, USER_HEADER } from './fixtures/http-app.js';
@@ -25,7 +25,7 @@ describe.each(STORES_AND_ADAPTERS)(
           imports: [
             RateLimitModule.forRoot({
               keyPrefix: uniquePrefix(),
-              ...(kind === 'redis' ? { redis: redis().url } : {}),
+              ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
             }),
           ],
           controllers: [UsageController],

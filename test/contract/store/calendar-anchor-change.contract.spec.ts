@@ -17,7 +17,13 @@ import {
   RateLimitService,
 } from '../../../lib/index.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
-import { STORE_TARGETS, TestClock, useClockedStores, useRedis } from '../../support/stores.js';
+import {
+  STORE_TARGETS,
+  TestClock,
+  useClockedStores,
+  useRedis,
+  REDIS_DECIDES_MS,
+} from '../../support/stores.js';
 import { uniquePrefix } from '../http/fixtures/app.js';
 
 const H = 3_600_000;
@@ -274,7 +280,7 @@ describe.each(STORE_TARGETS)('an anchor that changes, through RateLimitService o
         RateLimitModule.forRoot({
           keyPrefix: uniquePrefix(),
           clock: clock.now,
-          ...(client === undefined ? {} : { redis: client }),
+          ...(client === undefined ? {} : { redis: client, timeout: REDIS_DECIDES_MS }),
         }),
       ],
     }).compile();

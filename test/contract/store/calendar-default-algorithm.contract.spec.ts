@@ -10,7 +10,13 @@ import { type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { type RateLimitDecision, RateLimitModule, RateLimitService } from '../../../lib/index.js';
 import { resolvePolicy } from '../../../lib/policy/rate-limit.policy.js';
-import { STORE_TARGETS, TestClock, useClockedStores, useRedis } from '../../support/stores.js';
+import {
+  STORE_TARGETS,
+  TestClock,
+  useClockedStores,
+  useRedis,
+  REDIS_DECIDES_MS,
+} from '../../support/stores.js';
 import { uniquePrefix } from '../http/fixtures/app.js';
 
 const H = 3_600_000;
@@ -99,7 +105,7 @@ describe.each(STORE_TARGETS)('through RateLimitService on %s', (target) => {
         RateLimitModule.forRoot({
           keyPrefix,
           clock: clock.now,
-          ...(client === undefined ? {} : { redis: client }),
+          ...(client === undefined ? {} : { redis: client, timeout: REDIS_DECIDES_MS }),
         }),
       ],
     }).compile();

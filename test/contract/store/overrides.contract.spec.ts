@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { type TestingModule, Test } from '@nestjs/testing';
 import { type Algorithm } from '../../../lib/algorithms/algorithm.js';
 import { RateLimitModule, RateLimitService, type RateLimitPermit } from '../../../lib/index.js';
-import { STORE_TARGETS, TestClock, useRedis } from '../../support/stores.js';
+import { STORE_TARGETS, TestClock, useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 
 const WINDOWS: Algorithm[] = ['fixed-window', 'sliding-window', 'sliding-window-counter'];
 
@@ -21,7 +21,10 @@ describe.each(STORE_TARGETS)('overrides on usage already counted, on %s', (targe
 
   async function setup(algorithm: Algorithm) {
     const clock = new TestClock();
-    const store = target === 'memory' ? {} : { redis: await redis().connect(target) };
+    const store =
+      target === 'memory'
+        ? {}
+        : { redis: await redis().connect(target), timeout: REDIS_DECIDES_MS };
     const moduleRef = await Test.createTestingModule({
       imports: [
         RateLimitModule.forRoot({

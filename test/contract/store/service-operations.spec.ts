@@ -14,7 +14,7 @@ import {
   RateLimitService,
 } from '../../../lib/index.js';
 import { type RateLimitRootOptions } from '../../../lib/options/rate-limit.options.js';
-import { STORE_KINDS, useRedis } from '../../support/stores.js';
+import { STORE_KINDS, useRedis, REDIS_DECIDES_MS } from '../../support/stores.js';
 import { uniquePrefix, uniqueUser } from '../http/fixtures/app.js';
 
 const LOGIN: RateLimitPolicy = { period: '1h', threshold: 3, name: 'login' };
@@ -30,7 +30,7 @@ describe.each(STORE_KINDS)('RateLimitService operations on the %s store', (kind)
     const ref = await Test.createTestingModule({
       imports: [
         RateLimitModule.forRoot({
-          ...(kind === 'redis' ? { redis: redis().url } : {}),
+          ...(kind === 'redis' ? { redis: redis().url, timeout: REDIS_DECIDES_MS } : {}),
           keyPrefix: uniquePrefix(),
           ...options,
         }),
