@@ -8,20 +8,28 @@ import { isAdminToken } from './admin-limits.controller.js';
 
 /**
  * The console's guard: the admin token as `X-Admin-Token` (scripts), or as the password of HTTP
- * Basic authentication, whatever the user name (a browser asks for it). Anything else gets 401
- * and the challenge that makes a browser ask.
+ * Basic authentication, whatever the user name (a browser asks for it), which the console's log
+ * then names. Anything else gets 401 and the challenge that makes a browser ask.
  */
 @Injectable()
 export class ConsoleGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const http = context.switchToHttp();
-    const { headers } = http.getRequest<{ headers: Record<string, unknown> }>();
-    if (isAdminToken(headers['x-admin-token'])) return true;
+    const request = http.getRequest<{ headers: Record<string, unknown>; user?: object }>();
+    const { headers } = request;
+    if (isAdminToken(headers['x-admin-token'])) {
+      // Names the acting user in the console's log: `User "script" blocked …`.
+      request.user = { username: 'script' };
+      return true;
+    }
     const basic = /^Basic (.+)$/.exec(String(headers.authorization ?? ''));
-    const password = basic
-      ? Buffer.from(basic[1], 'base64').toString().split(':').slice(1).join(':')
-      : '';
-    if (isAdminToken(password)) return true;
+    const [name, ...password] = basic
+      ? Buffer.from(basic[1], 'base64').toString().split(':')
+      : [''];
+    if (isAdminToken(password.join(':'))) {
+      request.user = { username: name || 'admin' };
+      return true;
+    }
     // Express's response and Fastify's reply both have header().
     http
       .getResponse<{ header(name: string, value: string): void }>()

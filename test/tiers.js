@@ -43,6 +43,7 @@ const NEEDS_REDIS = [
   '/test/contract/store/store.contract.spec.ts',
   '/test/e2e/sample.e2e.spec.ts',
   '/test/fault/boot-without-redis.spec.ts',
+  '/test/fault/console-outage.spec.ts',
   '/test/fault/event-loop-stall.spec.ts',
   '/test/fault/eviction-warning.spec.ts',
   '/test/fault/faults.spec.ts',

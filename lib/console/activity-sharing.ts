@@ -53,6 +53,11 @@ export class ActivitySharing implements OnModuleInit, OnModuleDestroy {
     this.feed.active = false;
   }
 
+  /** Why the last read of the other instances' activity failed; undefined when it did not. */
+  get readFailure(): string | undefined {
+    return this.readError;
+  }
+
   /**
    * Whose figures the reads show: every instance's, or this one's alone, and why (the store keeps
    * no shared activity, or could not be read).

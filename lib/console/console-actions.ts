@@ -13,7 +13,14 @@ import {
   type StoreOperation,
 } from '../store-contract/store-call.js';
 import { ActivitySharing } from './activity-sharing.js';
-import { badField, badRequestOn, bodyOf, checkTracker } from './console-input.js';
+import {
+  badField,
+  badRequestOn,
+  bodyOf,
+  checkTracker,
+  storeCall,
+  unavailable,
+} from './console-input.js';
 import { CONSOLE_OPTIONS, type ResolvedConsoleOptions } from './console-options.js';
 
 /**
@@ -27,6 +34,8 @@ const WINDOWS: ReadonlyMap<string, number> = new Map([
   ['900', 16],
 ]);
 const TOP = 20;
+/** Why an action or a lookup reached this instance alone while the store failed. */
+const DEGRADED = 'the store did not answer, and its fallback on this instance answered instead';
 
 /** A policy of a route, with the key it keeps the tracker's state in. */
 interface PolicyKey {
@@ -45,7 +54,14 @@ export class ConsoleActions {
   private readonly logger = new Logger('RateLimitConsole');
   /** Each API route as its messages name it, e.g. `POST /rate-limits/api/trackers/:tracker/block`. */
   private readonly routes: Record<
-    'top' | 'lookup' | 'block' | 'unblock' | 'reset' | 'setOverride' | 'clearOverride',
+    | 'top'
+    | 'lookup'
+    | 'block'
+    | 'unblock'
+    | 'reset'
+    | 'overrides'
+    | 'setOverride'
+    | 'clearOverride',
     string
   >;
 
@@ -65,6 +81,7 @@ export class ConsoleActions {
       block: `POST ${tracker}/block`,
       unblock: `DELETE ${tracker}/block`,
       reset: `POST ${tracker}/reset`,
+      overrides: `GET ${path}/api/overrides`,
       setOverride: `PUT ${path}/api/overrides/:policy`,
       clearOverride: `DELETE ${path}/api/overrides/:policy`,
     };
@@ -91,11 +108,13 @@ export class ConsoleActions {
   async lookup(tracker: unknown) {
     const value = checkTracker(this.routes.lookup, tracker);
     const policies: object[] = [];
+    let degraded = false;
     for (const [route, keys] of await this.byRoute(value)) {
       const limits = this.limitsOf(keys);
       // A cost of 0 fits any quota, so only a lock-out rejects it: what is left, and whether locked.
       const zero = { ...limits, costs: keys.map(() => 0) };
       const decision = await this.execute({ op: 'peek', limits: zero });
+      degraded ||= decision.degraded !== undefined;
       keys.forEach(({ policy }, i) => {
         const own = decision.policies[i];
         policies.push({
@@ -110,7 +129,7 @@ export class ConsoleActions {
         });
       });
     }
-    return { tracker: value, policies };
+    return { tracker: value, policies, ...this.reach(degraded) };
   }
 
   async block(tracker: unknown, body: unknown, actor: string) {
@@ -123,30 +142,31 @@ export class ConsoleActions {
     }
     const policy =
       fields.policy === undefined ? undefined : await this.checkPolicy(where, fields.policy);
-    const done = await this.act('block', value, policy, durationMs);
+    const done = await this.act(where, 'block', value, policy, durationMs);
     const on = policy === undefined ? 'every policy' : `policy "${policy}"`;
     this.logger.log(
-      `${actor} blocked tracker ${JSON.stringify(value)} for ${fields.duration} under ${on}`,
+      `${actor} blocked tracker ${JSON.stringify(value)} for ${fields.duration} under ${on}${done.alone}`,
     );
-    return { tracker: value, blockedForMs: durationMs, policies: done };
+    return { tracker: value, blockedForMs: durationMs, ...done.answer };
   }
 
   async unblock(tracker: unknown, actor: string) {
     const value = checkTracker(this.routes.unblock, tracker);
-    const done = await this.act('reset', value, undefined);
-    this.logger.log(`${actor} lifted the blocks of tracker ${JSON.stringify(value)}`);
-    return { tracker: value, policies: done };
+    const done = await this.act(this.routes.unblock, 'reset', value);
+    this.logger.log(`${actor} lifted the blocks of tracker ${JSON.stringify(value)}${done.alone}`);
+    return { tracker: value, ...done.answer };
   }
 
   async reset(tracker: unknown, actor: string) {
     const value = checkTracker(this.routes.reset, tracker);
-    const done = await this.act('reset', value, undefined);
-    this.logger.log(`${actor} reset tracker ${JSON.stringify(value)}`);
-    return { tracker: value, policies: done };
+    const done = await this.act(this.routes.reset, 'reset', value);
+    this.logger.log(`${actor} reset tracker ${JSON.stringify(value)}${done.alone}`);
+    return { tracker: value, ...done.answer };
   }
 
   async overrides() {
-    return { overrides: await this.service.overrides() };
+    const read = () => this.service.overrides();
+    return { overrides: await storeCall(this.routes.overrides, 'nothing was read', read) };
   }
 
   async setOverride(policy: string, body: unknown, actor: string) {
@@ -158,7 +178,8 @@ export class ConsoleActions {
     const options = { tracker, ttl };
     if (tracker === undefined) delete options.tracker;
     if (ttl === undefined) delete options.ttl;
-    await badRequestOn(() => this.service.override(policy, limit, options), where);
+    const set = () => this.service.override(policy, limit, options);
+    await storeCall(where, 'the override was not set', set);
     const whom = tracker === undefined ? 'every tracker' : `tracker ${JSON.stringify(tracker)}`;
     this.logger.log(
       `${actor} set the override of policy "${policy}" for ${whom}: ${JSON.stringify(fields)}`,
@@ -169,25 +190,50 @@ export class ConsoleActions {
   async clearOverride(policy: string, tracker: unknown, actor: string) {
     const where = this.routes.clearOverride;
     const options = tracker === undefined ? {} : { tracker: checkTracker(where, tracker) };
-    const cleared = await badRequestOn(
-      () => this.service.clearOverride(policy, options as { tracker?: string }),
-      where,
-    );
+    const clear = () => this.service.clearOverride(policy, options as { tracker?: string });
+    const cleared = await storeCall(where, 'the override was not cleared', clear);
     const whom = tracker === undefined ? 'every tracker' : `tracker ${JSON.stringify(tracker)}`;
     this.logger.log(`${actor} cleared the override of policy "${policy}" for ${whom}`);
     return { cleared, ...(await this.overrides()) };
   }
 
-  /** Blocks or resets `tracker` under every known route's policies, or those named `policy`. */
-  private async act(op: StoreOperation, tracker: string, policy?: string, durationMs?: number) {
-    const done: { route: string; policy: string }[] = [];
+  /**
+   * Blocks or resets `tracker` under every known route's policies, or those named `policy`. While
+   * the store fails, what its fallback did is said to be this instance's alone; with no route to
+   * act on because the other instances' could not be read, 503: nothing was done.
+   */
+  private async act(
+    where: string,
+    op: StoreOperation,
+    tracker: string,
+    policy?: string,
+    durationMs?: number,
+  ) {
+    const policies: { route: string; policy: string }[] = [];
+    let degraded = false;
     for (const [route, all] of await this.byRoute(tracker)) {
       const keys = all.filter((k) => policy === undefined || k.policy.name === policy);
       if (keys.length === 0) continue;
-      await this.execute({ op, limits: this.limitsOf(keys), durationMs });
-      for (const k of keys) done.push({ route, policy: k.policy.name });
+      const decision = await this.execute({ op, limits: this.limitsOf(keys), durationMs });
+      degraded ||= decision.degraded !== undefined;
+      for (const k of keys) policies.push({ route, policy: k.policy.name });
     }
-    return done;
+    const unread = this.sharing.readFailure;
+    if (policies.length === 0 && unread !== undefined) {
+      const why = `this instance knows no route to act on, and the others' could not be read (${unread})`;
+      throw unavailable(where, `${why}: nothing was done`);
+    }
+    const failure = degraded ? DEGRADED : unread;
+    const alone = failure === undefined ? '' : `, on this instance alone (${failure})`;
+    return { answer: { policies, ...this.reach(degraded) }, alone };
+  }
+
+  /**
+   * Whom an action or a lookup reached: every instance, or this one alone when the store did not
+   * answer (`degraded`: its fallback did) or the other instances' routes could not be read.
+   */
+  private reach(degraded: boolean) {
+    return degraded ? { instances: 'this one' as const, reason: DEGRADED } : this.sharing.reach();
   }
 
   /** The store's answer to `call`; 501 naming the method when a custom store has none for it. */

@@ -1,4 +1,4 @@
-import { BadRequestException } from '@nestjs/common';
+import { BadRequestException, HttpException, ServiceUnavailableException } from '@nestjs/common';
 import { MAX_OVERRIDE_TRACKER_LENGTH } from '../overrides/override-bounds.js';
 import { configError, RateLimitConfigError } from '../policy/validation.js';
 
@@ -64,4 +64,30 @@ export function badRequestOn<T>(fn: () => T, where?: string): T {
   } catch (error) {
     return asBadRequest(error);
   }
+}
+
+/**
+ * Runs `fn`, which reads or writes the store, answering a failure of the store with 503 naming
+ * the route and saying what was not done, rather than 500. A bad field is still a 400.
+ */
+export async function storeCall<T>(
+  where: string,
+  notDone: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await badRequestOn(fn, where);
+  } catch (error) {
+    if (error instanceof HttpException) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw unavailable(where, `the store could not be reached (${reason}): ${notDone}`);
+  }
+}
+
+export function unavailable(where: string, message: string): ServiceUnavailableException {
+  return new ServiceUnavailableException({
+    statusCode: 503,
+    error: 'Service Unavailable',
+    message: `${where}: ${message}`,
+  });
 }

@@ -80,6 +80,7 @@ export const CONSOLE_PAGE = `<!doctype html>
 const base = location.pathname.replace(/\\/+$/, "") + "/api/";
 const $ = (id) => document.getElementById(id);
 let shownTracker = null;
+let refreshFailed = false;
 
 function say(text, error) { const m = $("message"); m.textContent = text; m.className = error ? "error" : ""; }
 
@@ -102,7 +103,11 @@ function ago(ms) { const s = Math.max(0, Math.round((Date.now() - ms) / 1000)); 
 function span(ms) { if (ms === 0) return "—"; if (!isFinite(ms)) return "never"; const s = Math.ceil(ms / 1000); return s < 120 ? s + " s" : Math.ceil(s / 60) + " min"; }
 
 function act(promise, done) {
-  return promise.then((body) => { say(done); refresh(); if (shownTracker !== null) lookup(shownTracker); return body; }, (e) => say(e.message, true));
+  return promise.then((body) => {
+    // While the store fails, an action reaches this instance alone: said so, as a warning.
+    if (body.instances === "this one" && body.reason !== "the store is in this process") say(done + ", on this instance alone: " + body.reason, true); else say(done);
+    refresh(); if (shownTracker !== null) lookup(shownTracker); return body;
+  }, (e) => say(e.message, true));
 }
 
 async function block(tracker) {
@@ -128,6 +133,7 @@ async function lookup(tracker) {
       cell(row, p.route); cell(row, p.policy); cell(row, p.remaining + " of " + p.limit, "num"); cell(row, span(p.resetAfterMs)); cell(row, span(p.blockedForMs), p.blockedForMs > 0 ? "down" : "");
     }
     if (body.policies.length === 0) { const row = rows.insertRow(); cell(row, "No route has decided anything yet.", "muted").colSpan = 5; }
+    if (body.instances === "this one" && body.reason !== "the store is in this process") { const row = rows.insertRow(); cell(row, "This instance alone: " + body.reason, "down").colSpan = 5; }
     const actions = document.createElement("form");
     const title = document.createElement("code"); title.textContent = tracker;
     const duration = document.createElement("input"); duration.id = "block-duration"; duration.value = "10m"; duration.size = 6; duration.setAttribute("aria-label", "block duration");
@@ -210,12 +216,15 @@ function showOverrides(body) {
 }
 
 async function refresh() {
-  try {
-    const [top, rates, health, overrides] = await Promise.all([api("top?window=" + $("window").value), api("rates"), api("health"), api("overrides")]);
-    showTop(top); drawChart(rates); showHealth(health); showOverrides(overrides);
-    $("reach").textContent = top.instances === "all" ? "every instance" : "this instance only: " + top.reason;
-    $("updated").textContent = new Date().toLocaleTimeString();
-  } catch (e) { say(e.message, true); }
+  // Each panel on its own: while the store fails, health still shows though the overrides cannot.
+  const [top, rates, health, overrides] = await Promise.allSettled([api("top?window=" + $("window").value), api("rates"), api("health"), api("overrides")]);
+  const failed = [top, rates, health, overrides].filter((r) => r.status === "rejected").map((r) => r.reason.message);
+  if (top.status === "fulfilled") { showTop(top.value); $("reach").textContent = top.value.instances === "all" ? "every instance" : "this instance only: " + top.value.reason; }
+  if (rates.status === "fulfilled") drawChart(rates.value);
+  if (health.status === "fulfilled") showHealth(health.value);
+  if (overrides.status === "fulfilled") showOverrides(overrides.value); else { const rows = $("overrides"); rows.textContent = ""; cell(rows.insertRow(), overrides.reason.message, "down").colSpan = 7; }
+  if (failed.length > 0) { say(failed.join("; "), true); refreshFailed = true; } else if (refreshFailed) { say(""); refreshFailed = false; }
+  $("updated").textContent = new Date().toLocaleTimeString();
 }
 
 $("lookup-form").onsubmit = (e) => { e.preventDefault(); const t = $("tracker").value.trim(); if (t) lookup(t); };
