@@ -37,7 +37,8 @@ if [[ $tarball != nest-rate-limit-*.tgz ]]; then
 fi
 listing=$(tar tzf "$scratch/$tarball")
 for file in package/dist/index.js package/dist/index.d.ts package/dist/algorithms/decide.lua \
-  package/dist/testing/index.js package/dist/testing/index.d.ts; do
+  package/dist/testing/index.js package/dist/testing/index.d.ts \
+  package/dist/console/index.js package/dist/console/index.d.ts package/dist/activity/activity.lua; do
   if ! grep -qx "$file" <<<"$listing"; then
     echo "$tarball lacks $file"
     exit 1
@@ -89,6 +90,27 @@ run_app() {
 
 echo "Nest 11 CommonJS app, memory store"
 run_app nest11-cjs main.cjs
+
+# Every entry's types, as a TypeScript app finds them in the installed tarball under each module
+# resolution Nest apps use: the classic CommonJS one (which reads typesVersions, not exports),
+# nodenext, and a bundler's.
+entries="$scratch/nest11-cjs/entries.ts"
+cat >"$entries" <<'TS'
+import { RateLimitModule } from 'nest-rate-limit';
+import { TestClock } from 'nest-rate-limit/testing';
+import { RateLimitConsoleModule } from 'nest-rate-limit/console';
+export const entries = [RateLimitModule, TestClock, RateLimitConsoleModule];
+TS
+tsc="$PWD/node_modules/.bin/tsc"
+for flags in '--module commonjs' '--module nodenext' '--module preserve --moduleResolution bundler'; do
+  # shellcheck disable=SC2086
+  if ! (cd "$scratch/nest11-cjs" && "$tsc" --noEmit --strict --skipLibCheck \
+    --experimentalDecorators --target es2022 $flags entries.ts); then
+    echo "the entries' types do not resolve with $flags"
+    exit 1
+  fi
+done
+echo "Every entry's types resolve under classic CommonJS, nodenext and bundler resolution"
 
 echo "Nest 12 ESM app, node-redis client on a private redis-server"
 redis_port=$(free_port)
