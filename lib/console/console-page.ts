@@ -218,7 +218,8 @@ function showOverrides(body) {
 async function refresh() {
   // Each panel on its own: while the store fails, health still shows though the overrides cannot.
   const [top, rates, health, overrides] = await Promise.allSettled([api("top?window=" + $("window").value), api("rates"), api("health"), api("overrides")]);
-  const failed = [top, rates, health, overrides].filter((r) => r.status === "rejected").map((r) => r.reason.message);
+  // The overrides panel shows its own failure; the others' go to the message line.
+  const failed = [top, rates, health].filter((r) => r.status === "rejected").map((r) => r.reason.message);
   if (top.status === "fulfilled") { showTop(top.value); $("reach").textContent = top.value.instances === "all" ? "every instance" : "this instance only: " + top.value.reason; }
   if (rates.status === "fulfilled") drawChart(rates.value);
   if (health.status === "fulfilled") showHealth(health.value);
