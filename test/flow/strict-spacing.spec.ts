@@ -37,6 +37,29 @@ const POLICIES: Record<string, RateLimitPolicy> = {
 };
 const CALLS = 3 * THRESHOLD;
 const PAUSE_MS = 200;
+// How late a strict start may run behind its slot: two thirds of a twelfth of the period.
+const LATE_LIMIT_MS = ((PERIOD_MS / 12) * 2) / 3;
+
+/**
+ * Runs `work`, counting the times this process's event loop was held up for longer than
+ * `limitMs` meanwhile (a busy machine's stalls): each may make one start late from its slot.
+ */
+async function stallsDuring(limitMs: number, work: () => Promise<unknown>): Promise<number> {
+  const everyMs = 5;
+  let stalls = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    if (now - last - everyMs > limitMs) stalls++;
+    last = now;
+  }, everyMs);
+  try {
+    await work();
+    return stalls;
+  } finally {
+    clearInterval(timer);
+  }
+}
 
 /** Blocks the event loop, as a long synchronous task or a busy machine does. */
 function stall(ms: number): void {
@@ -130,23 +153,27 @@ describe.each<'memory' | ClientKind>(STORE_TARGETS)(
         };
         const before = await redisMs();
         await admin.client('PAUSE', PAUSE_MS);
-        await Promise.all(
-          Array.from({ length: THRESHOLD }, (_, i) =>
-            services[i % 3].run(key, policy, () => starts.push(performance.now()), {
-              maxWait: '20s',
-            }),
+        const stalls = await stallsDuring(LATE_LIMIT_MS, () =>
+          Promise.all(
+            Array.from({ length: THRESHOLD }, (_, i) =>
+              services[i % 3].run(key, policy, () => starts.push(performance.now()), {
+                maxWait: '20s',
+              }),
+            ),
           ),
         );
         expect(starts).toHaveLength(THRESHOLD);
         // How far Redis's bucket is booked, in slots since the pause ended: one per start, and
         // one more past the last. Had the held calls been judged late, each would have booked
-        // twice, its first slot passing unused: twice as many.
+        // twice, its first slot passing unused: twice as many. A stall of this process past the
+        // late limit (a busy machine) may make a start really late, which then books again, as
+        // promised: one slot more per stall.
         const { retryAfterMs } = await services[0].peek(key, policy);
         const bookedUntil = (await redisMs()) + retryAfterMs;
         const slotMs = (PERIOD_MS / THRESHOLD) * (13 / 12);
         const slots = (bookedUntil - before - PAUSE_MS) / slotMs;
         expect(slots).toBeGreaterThanOrEqual(THRESHOLD - 1);
-        expect(slots).toBeLessThan(THRESHOLD + 4);
+        expect(slots).toBeLessThan(THRESHOLD + 4 + stalls);
       });
     }
   },
